@@ -1,0 +1,144 @@
+#!/usr/bin/env node
+// A Node.js client of ALE's gRPC contract (ale.v1). It loads the very .proto files the Python
+// packages are generated from, so it stays in step with the contract by construction.
+//
+//   node client.js --target 127.0.0.1:50051 --api-key KEY sandbox create
+//   node client.js --target ... sandbox exec SANDBOX_ID -- echo hello
+//   node client.js --target ... sandbox ls
+//   node client.js --target ... sandbox rm SANDBOX_ID
+//   node client.js --target ... env make game:GuessTheNumber-v0 [--seed 1] [--step ACTION ...]
+//
+// Output is one JSON object per command on stdout; errors go to stderr with the server's typed
+// ErrorDetail (code, field, message) and a non-zero exit code.
+'use strict';
+
+const path = require('path');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+const protobuf = require('protobufjs');
+
+const PROTO_ROOT = process.env.ALE_PROTO_ROOT || path.resolve(__dirname, '../../packages/ale-proto/proto');
+const FILES = ['sandbox', 'env', 'common'].map((n) => `ale_proto/v1/${n}.proto`);
+
+function load() {
+  const def = protoLoader.loadSync(FILES, {
+    includeDirs: [PROTO_ROOT],
+    keepCase: true, // field names exactly as in the .proto files
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  return grpc.loadPackageDefinition(def).ale.v1;
+}
+
+function parseArgs(argv) {
+  const opts = { target: process.env.ALE_ROCK_ADDRESS || '127.0.0.1:50051', apiKey: process.env.ALE_ROCK_API_KEY || '', timeoutMs: 60000 };
+  const rest = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--target') opts.target = argv[++i];
+    else if (a === '--api-key') opts.apiKey = argv[++i];
+    else if (a === '--timeout-ms') opts.timeoutMs = Number(argv[++i]);
+    else if (a === '--') { rest.push(...argv.slice(i + 1)); break; } else rest.push(a);
+  }
+  return { opts, rest };
+}
+
+// Typed errors travel as a serialized ale.v1.ErrorDetail in the trailing metadata "ale-error-bin".
+let errorDetailType;
+function errorDetail(err) {
+  const raw = err.metadata && err.metadata.get('ale-error-bin');
+  if (raw && raw.length) {
+    if (!errorDetailType) {
+      const root = new protobuf.Root();
+      root.resolvePath = (_origin, target) =>
+        target.startsWith('google/protobuf/') ? target : path.join(PROTO_ROOT, target);
+      root.loadSync('ale_proto/v1/common.proto', { keepCase: true });
+      errorDetailType = root.lookupType('ale.v1.ErrorDetail');
+    }
+    const msg = errorDetailType.toObject(errorDetailType.decode(raw[0]), { enums: String });
+    return { code: msg.code, field: msg.field || '', message: msg.message || '' };
+  }
+  return { code: grpc.status[err.code] || String(err.code), field: '', message: err.details || String(err) };
+}
+
+function call(client, method, request, opts) {
+  const md = new grpc.Metadata();
+  if (opts.apiKey) md.set('authorization', `Bearer ${opts.apiKey}`);
+  const deadline = new Date(Date.now() + opts.timeoutMs);
+  return new Promise((resolve, reject) => {
+    client[method](request, md, { deadline }, (err, resp) => (err ? reject(err) : resolve(resp)));
+  });
+}
+
+async function sandboxCommand(v1, opts, args) {
+  const client = new v1.SandboxService(opts.target, grpc.credentials.createInsecure());
+  const [sub, ...rest] = args;
+  switch (sub) {
+    case 'create': {
+      const r = await call(client, 'CreateSandbox', { spec: {}, wait: true }, opts);
+      return { id: r.sandbox.id, state: r.sandbox.state };
+    }
+    case 'ls': {
+      const r = await call(client, 'ListSandboxes', {}, opts);
+      return { sandboxes: r.sandboxes.map((s) => ({ id: s.id, state: s.state })) };
+    }
+    case 'exec': {
+      const [id, ...argv] = rest;
+      const r = await call(client, 'Exec', { sandbox_id: id, spec: { argv, timeout_ms: 30000 } }, opts);
+      const res = r.result;
+      return { exit_code: res.exit_code, end_reason: res.end_reason, stdout: Buffer.from(res.stdout).toString(), stderr: Buffer.from(res.stderr).toString() };
+    }
+    case 'rm': {
+      await call(client, 'DeleteSandbox', { sandbox_id: rest[0] }, opts);
+      return { deleted: rest[0] };
+    }
+    default:
+      throw new Error(`unknown sandbox command: ${sub} (create|ls|exec|rm)`);
+  }
+}
+
+async function envCommand(v1, opts, args) {
+  const client = new v1.EnvService(opts.target, grpc.credentials.createInsecure());
+  const [sub, envId, ...rest] = args;
+  if (sub !== 'make') throw new Error(`unknown env command: ${sub} (make)`);
+  let seed;
+  const actions = [];
+  for (let i = 0; i < rest.length; i++) {
+    if (rest[i] === '--seed') seed = Number(rest[++i]);
+    else if (rest[i] === '--step') actions.push(rest[++i]);
+  }
+  const made = await call(client, 'Make', { env_id: envId }, opts);
+  const handle = made.env_handle;
+  const out = { env_handle: handle, steps: [] };
+  try {
+    const reset = await call(client, 'Reset', seed === undefined ? { env_handle: handle } : { env_handle: handle, seed }, opts);
+    out.observation = reset.observation;
+    for (const action of actions) {
+      const s = await call(client, 'Step', { env_handle: handle, action }, opts);
+      out.steps.push({ observation: s.observation, reward: s.reward, terminated: s.terminated, truncated: s.truncated });
+      if (s.terminated || s.truncated) break;
+    }
+  } finally {
+    await call(client, 'Close', { env_handle: handle }, opts);
+  }
+  return out;
+}
+
+async function main() {
+  const { opts, rest } = parseArgs(process.argv.slice(2));
+  const v1 = load();
+  const [group, ...args] = rest;
+  let result;
+  if (group === 'sandbox') result = await sandboxCommand(v1, opts, args);
+  else if (group === 'env') result = await envCommand(v1, opts, args);
+  else throw new Error('usage: client.js [--target H:P] [--api-key K] sandbox|env ...');
+  process.stdout.write(JSON.stringify(result) + '\n');
+}
+
+main().catch((err) => {
+  const detail = err.code !== undefined && err.metadata ? errorDetail(err) : { code: 'CLIENT', field: '', message: err.message };
+  process.stderr.write(JSON.stringify({ error: detail }) + '\n');
+  process.exit(2);
+});

