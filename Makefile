@@ -33,6 +33,8 @@ typecheck: setup
 # Regenerate the committed Python stubs from the .proto files (pinned grpcio-tools).
 proto: setup
 	@$(PY) -m ale_proto.codegen $(PROTO_DIR) $(PROTO_OUT)
+	@cd packages/ale-proto && npx --no-install buf build -o /tmp/ale-v1-current.binpb
+	@$(PY) -m ale_proto.docgen /tmp/ale-v1-current.binpb > docs/contract-reference.md
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b --json || exit 1; done

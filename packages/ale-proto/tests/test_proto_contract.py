@@ -114,3 +114,13 @@ def test_breaking_check_catches_a_removed_field(tmp_path: Path) -> None:
     common.write_text(text.replace("uint32 gpus = 6;", "reserved 6;"))
     r = _buf("breaking", "--against", str(RELEASED[-1]), cwd=tmp_path)
     assert r.returncode != 0 and "gpus" in (r.stdout + r.stderr)
+
+
+def test_contract_reference_doc_is_current(tmp_path: Path) -> None:
+    from ale_proto import docgen
+
+    image = tmp_path / "current.binpb"
+    r = _buf("build", "-o", str(image))
+    assert r.returncode == 0, r.stderr
+    doc = PKG.parents[1] / "docs" / "contract-reference.md"
+    assert doc.read_text() == docgen.render(image), "docs/contract-reference.md is stale: run `make proto`"

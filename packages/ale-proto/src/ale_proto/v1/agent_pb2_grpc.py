@@ -64,7 +64,7 @@ class AgentServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def InterruptAgent(self, request, context):
-        """Interrupt a running agent; its stream ends with STOP_KIND_INTERRUPTED.
+        """Interrupt a running agent; its stream ends with AGENT_STOP_KIND_INTERRUPTED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
