@@ -28,7 +28,7 @@ lint: setup
 	@cd packages/ale-proto && npx --no-install buf lint
 
 typecheck: setup
-	@$(VENV)/bin/mypy packages/ale-rock/src packages/ale-flow/src packages/ale-roll/src src
+	@$(VENV)/bin/mypy packages/ale-proto/src packages/ale-rock/src packages/ale-flow/src packages/ale-roll/src src
 
 # Regenerate the committed Python stubs from the .proto files (pinned grpcio-tools).
 proto: setup

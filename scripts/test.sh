@@ -27,7 +27,7 @@ fi
 step "ruff"
 $V/ruff check .
 step "mypy"
-$V/mypy packages/ale-rock/src packages/ale-flow/src packages/ale-roll/src src
+$V/mypy packages/ale-proto/src packages/ale-rock/src packages/ale-flow/src packages/ale-roll/src src
 step "buf lint"
 (cd packages/ale-proto && npx --no-install buf lint)
 step "pytest"

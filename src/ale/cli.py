@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="ALE: the Agentic Learning Ecosystem.")
 
 RunDir = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--run-dir", help="Run directory (default: the latest under ./runs, or a new one for `up`)."),
 ]
 
@@ -30,8 +30,8 @@ def _latest_run_dir() -> Path | None:
 
 @app.command()
 def up(
-    config: Annotated[Optional[Path], typer.Option("-c", "--config", help="YAML config of the job.")] = None,
-    overrides: Annotated[Optional[list[str]], typer.Argument(help="Dotted overrides: key=value.")] = None,
+    config: Annotated[Path | None, typer.Option("-c", "--config", help="YAML config of the job.")] = None,
+    overrides: Annotated[list[str] | None, typer.Argument(help="Dotted overrides: key=value.")] = None,
     run_dir: RunDir = None,
     keep: Annotated[bool, typer.Option(help="Leave the services running after the job.")] = False,
 ) -> None:

@@ -33,12 +33,12 @@ _TO_STATUS = {
 _FROM_STATUS = {v: k for k, v in _TO_STATUS.items() if k != common_pb2.ERROR_CODE_LOST}
 
 
-def status_code_of(code: int) -> grpc.StatusCode:
+def status_code_of(code: common_pb2.ErrorCode) -> grpc.StatusCode:
     """The gRPC status code a server uses for an ``ErrorCode``."""
     return _TO_STATUS.get(code, grpc.StatusCode.UNKNOWN)
 
 
-def make_error(code: int, message: str, field: str = "", **metadata: str) -> common_pb2.ErrorDetail:
+def make_error(code: common_pb2.ErrorCode, message: str, field: str = "", **metadata: str) -> common_pb2.ErrorDetail:
     """Build an ``ErrorDetail``."""
     return common_pb2.ErrorDetail(code=code, field=field, message=message, metadata=metadata)
 
