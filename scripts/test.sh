@@ -24,6 +24,11 @@ if command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start:"; tail -20 /tmp/ale-dockerd/dockerd.log; exit 1; }
 fi
 
+if docker info >/dev/null 2>&1; then
+  step "docker base image"
+  bash scripts/build_base_image.sh
+fi
+
 step "ruff"
 $V/ruff check .
 step "mypy"

@@ -8,6 +8,7 @@ temp dir behind.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -125,6 +126,6 @@ class SandboxBackend(Protocol):
         """Snapshot the sandbox's writable file system; returns (image or path, size, digest)."""
         ...
 
-    def reap_orphans(self, keep: set[str]) -> list[str]:
+    def reap_orphans(self, keep: set[str]) -> builtins.list[str]:  # `list` is a method here
         """Remove every sandbox of this backend not in ``keep`` (after a worker restart)."""
         ...

@@ -1,0 +1,144 @@
+"""Configuration of the Admin (a YAML file, environment variables, or keyword arguments)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ResourceSpec(BaseModel):
+    """A set of sandbox resources (used for defaults and maxima)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cpu_millis: int = Field(default=1000, ge=0)
+    """CPU in millicores (1000 = one core)."""
+    memory_bytes: int = Field(default=512 * 2**20, ge=0)
+    """Memory in bytes."""
+    disk_bytes: int = Field(default=2**30, ge=0)
+    """Writable disk in bytes."""
+    max_pids: int = Field(default=256, ge=0)
+    """Processes/threads."""
+    max_open_files: int = Field(default=1024, ge=0)
+    """Open files per process."""
+    gpus: int = Field(default=0, ge=0)
+    """GPUs."""
+
+
+def _default_maxima() -> ResourceSpec:
+    return ResourceSpec(
+        cpu_millis=64_000, memory_bytes=256 * 2**30, disk_bytes=2**40, max_pids=65_536,
+        max_open_files=1_048_576, gpus=8,
+    )
+
+
+class QuotaConfig(BaseModel):
+    """Per-namespace limits on what its active (pending or running) sandboxes hold at once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_sandboxes: int = Field(default=1000, ge=0)
+    """Active sandboxes."""
+    max_cpu_millis: int = Field(default=1_000_000, ge=0)
+    """Sum of the active sandboxes' CPU, in millicores."""
+    max_memory_bytes: int = Field(default=4 * 2**40, ge=0)
+    """Sum of the active sandboxes' memory, in bytes."""
+
+
+class TLSConfig(BaseModel):
+    """Server-side TLS (PEM files). Without it the Admin listens in plaintext."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cert_file: Path
+    """Certificate chain."""
+    key_file: Path
+    """Private key."""
+
+
+class AdminConfig(BaseModel):
+    """Everything the Admin needs. Load with :meth:`load` (file + ``ALE_ROCK_*`` env)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    """Interface to listen on ("0.0.0.0" for a multi-machine deployment)."""
+    port: int = Field(default=7700, ge=0, le=65535)
+    """Port for SandboxService and WorkerRegistryService; 0 picks a free one."""
+    db_path: Path = Path("ale-rock-admin.db")
+    """SQLite state store (WAL); a restarted Admin recovers every sandbox from it."""
+    api_keys: dict[str, str] = Field(default_factory=dict)
+    """Client API key → namespace. Env ``ALE_ROCK_API_KEYS="key1=ns1,key2=ns2"``."""
+    join_token: str = ""
+    """Token workers present to register. Env ``ALE_ROCK_JOIN_TOKEN``. Empty refuses all workers."""
+    quotas: dict[str, QuotaConfig] = Field(default_factory=dict)
+    """Per-namespace quotas; namespaces not listed get ``default_quota``."""
+    default_quota: QuotaConfig = Field(default_factory=QuotaConfig)
+    """Quota of namespaces without an entry in ``quotas``."""
+    max_concurrent_sandboxes: int = Field(default=2000, ge=0)
+    """Global cap on active sandboxes across all namespaces."""
+    default_resources: ResourceSpec = Field(default_factory=ResourceSpec)
+    """Resources filled in for zero fields of a request."""
+    max_resources: ResourceSpec = Field(default_factory=_default_maxima)
+    """Largest resources one sandbox may ask for (more is INVALID_ARGUMENT)."""
+    default_ttl_seconds: int = Field(default=6 * 3600, ge=1)
+    """TTL of sandboxes that ask for none."""
+    max_ttl_seconds: int = Field(default=7 * 24 * 3600, ge=1)
+    """Longest TTL a sandbox may ask for."""
+    images: list[str] | None = None
+    """Known images ("" is the backend default). None accepts any well-formed reference and lets
+    the worker decide; a list makes any other image (except committed snapshots) INVALID_ARGUMENT."""
+    heartbeat_interval_ms: int = Field(default=1000, ge=50)
+    """Interval at which workers are asked to heartbeat."""
+    worker_lost_after_s: float = Field(default=5.0, gt=0)
+    """A worker silent for this long is lost and its sandboxes become LOST."""
+    recovery_grace_s: float = Field(default=15.0, ge=0)
+    """After an Admin restart, how long recovered workers get to heartbeat before they are lost
+    (workers retry an unreachable admin on their own schedule)."""
+    reaper_interval_s: float = Field(default=1.0, gt=0)
+    """How often TTL, idle and heartbeat deadlines are checked."""
+    start_timeout_s: float = Field(default=60.0, gt=0)
+    """Deadline for a worker to start a sandbox."""
+    max_command_bytes: int = Field(default=256 * 1024, ge=1)
+    """Largest command line (or argv total) accepted by Exec and sessions."""
+    deleted_retention_s: float = Field(default=3600.0, ge=0)
+    """How long DELETED sandboxes stay in the store for auditing."""
+    tls: TLSConfig | None = None
+    """Optional TLS for the Admin's port."""
+    grace_period_s: float = Field(default=5.0, ge=0)
+    """On SIGTERM: how long in-flight calls may finish."""
+
+    @classmethod
+    def load(cls, path: Path | str | None = None, **overrides: object) -> AdminConfig:
+        """Read ``path`` (YAML) if given, then ``ALE_ROCK_*`` env vars, then ``overrides``."""
+        data: dict[str, object] = {}
+        if path:
+            data.update(yaml.safe_load(Path(path).read_text()) or {})
+        if keys := os.environ.get("ALE_ROCK_API_KEYS"):
+            merged = dict(data.get("api_keys") or {})  # type: ignore[call-overload]
+            merged.update(parse_key_list(keys))
+            data["api_keys"] = merged
+        if token := os.environ.get("ALE_ROCK_JOIN_TOKEN"):
+            data["join_token"] = token
+        if db := os.environ.get("ALE_ROCK_DB"):
+            data["db_path"] = db
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(data)
+
+    def quota_for(self, namespace: str) -> QuotaConfig:
+        """The quota that applies to ``namespace``."""
+        return self.quotas.get(namespace, self.default_quota)
+
+
+def parse_key_list(text: str) -> dict[str, str]:
+    """Parse ``"key1=ns1,key2=ns2"`` into ``{"key1": "ns1", ...}``."""
+    out: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, ns = item.partition("=")
+        if not sep or not key or not ns:
+            raise ValueError(f"bad API key entry {item!r}: expected KEY=NAMESPACE")
+        out[key] = ns
+    return out

@@ -1,0 +1,75 @@
+"""Protobuf ↔ plain-record conversion (the Admin's only place that knows both)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ale_proto import errors as wire_errors
+from ale_proto.v1 import common_pb2, sandbox_pb2
+from google.protobuf import json_format, timestamp_pb2
+from grpc import StatusCode
+
+from ale_rock.admin.errors import AdminError, Code
+from ale_rock.admin.state import State
+from ale_rock.admin.store import SandboxRecord
+
+_STATE_TO_PB = {s: sandbox_pb2.SandboxState.Value(f"SANDBOX_STATE_{s.value}") for s in State}
+_PB_TO_STATE = {v: k for k, v in _STATE_TO_PB.items()}
+_CODE_TO_PB = {c: common_pb2.ErrorCode.Value(f"ERROR_CODE_{c.value}") for c in Code}
+
+
+def state_to_pb(state: State | None) -> int:
+    return _STATE_TO_PB[state] if state is not None else sandbox_pb2.SANDBOX_STATE_UNSPECIFIED
+
+
+def state_from_pb(value: int) -> State | None:
+    return _PB_TO_STATE.get(value)
+
+
+def backend_name(value: int) -> str:
+    names: dict[int, str] = {sandbox_pb2.SANDBOX_BACKEND_LOCAL: "local", sandbox_pb2.SANDBOX_BACKEND_DOCKER: "docker"}
+    return names.get(value, "")
+
+
+def backend_from_name(name: str) -> int:
+    return {"local": sandbox_pb2.SANDBOX_BACKEND_LOCAL, "docker": sandbox_pb2.SANDBOX_BACKEND_DOCKER}.get(
+        name, sandbox_pb2.SANDBOX_BACKEND_UNSPECIFIED
+    )
+
+
+def spec_to_dict(spec: sandbox_pb2.SandboxSpec) -> dict[str, Any]:
+    return json_format.MessageToDict(spec, preserving_proto_field_name=True)
+
+
+def spec_from_dict(data: dict[str, Any]) -> sandbox_pb2.SandboxSpec:
+    return json_format.ParseDict(data, sandbox_pb2.SandboxSpec(), ignore_unknown_fields=True)
+
+
+def _ts(seconds: float) -> timestamp_pb2.Timestamp:
+    ts = timestamp_pb2.Timestamp()
+    ts.FromNanoseconds(int(seconds * 1e9))
+    return ts
+
+
+def sandbox_to_pb(r: SandboxRecord) -> sandbox_pb2.Sandbox:
+    return sandbox_pb2.Sandbox(
+        id=r.id, namespace=r.namespace, spec=spec_from_dict(r.spec), state=state_to_pb(r.state),  # type: ignore[arg-type]
+        worker_id=r.worker_id, message=r.message, create_time=_ts(r.create_time),
+        update_time=_ts(r.update_time), expire_time=_ts(r.expire_time),
+    )
+
+
+def error_to_pb(e: AdminError) -> common_pb2.ErrorDetail:
+    return wire_errors.make_error(_CODE_TO_PB[e.code], e.message, e.field, **e.metadata)
+
+
+_STATUS_TO_CODE = {
+    StatusCode.INVALID_ARGUMENT: Code.INVALID_ARGUMENT, StatusCode.NOT_FOUND: Code.NOT_FOUND,
+    StatusCode.ALREADY_EXISTS: Code.ALREADY_EXISTS, StatusCode.PERMISSION_DENIED: Code.PERMISSION_DENIED,
+    StatusCode.RESOURCE_EXHAUSTED: Code.RESOURCE_EXHAUSTED, StatusCode.FAILED_PRECONDITION: Code.FAILED_PRECONDITION,
+    StatusCode.DEADLINE_EXCEEDED: Code.DEADLINE_EXCEEDED, StatusCode.UNAVAILABLE: Code.UNAVAILABLE,
+}
+
+
+def code_of_status(status: StatusCode) -> Code:
+    return _STATUS_TO_CODE.get(status, Code.INTERNAL)

@@ -1,0 +1,63 @@
+"""Placement: choose the live worker with the most room left after placing the sandbox."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ale_rock.admin.errors import AdminError, Code
+from ale_rock.admin.store import Usage, WorkerRecord
+
+
+@dataclass
+class Demand:
+    """What a new sandbox needs."""
+
+    cpu_millis: int
+    memory_bytes: int
+    backend: str = ""
+    """Backend name ("local", "docker") or "" for any."""
+    gpus: int = 0
+
+
+def _headroom(capacity: int, used: int, asked: int) -> float | None:
+    """Fraction of ``capacity`` left after placing ``asked``; None when it does not fit.
+
+    A capacity of 0 means the worker did not report a limit: treat it as roomy but not infinite,
+    so reported capacity is preferred when ranking.
+    """
+    if capacity <= 0:
+        return 0.5
+    left = capacity - used - asked
+    return None if left < 0 else left / capacity
+
+
+def pick_worker(workers: list[WorkerRecord], allocated: dict[str, Usage], demand: Demand) -> WorkerRecord:
+    """The best live worker for ``demand``; UNAVAILABLE with none alive, RESOURCE_EXHAUSTED when
+    none has room."""
+    live = [w for w in workers if w.alive]
+    if not live:
+        raise AdminError(Code.UNAVAILABLE, "no worker is registered and alive")
+    best: tuple[float, WorkerRecord] | None = None
+    for w in live:
+        if demand.backend and w.backends and demand.backend not in w.backends:
+            continue
+        if demand.gpus > w.gpus:
+            continue
+        used = allocated.get(w.id, Usage())
+        if w.max_sandboxes and used.sandboxes + 1 > w.max_sandboxes:
+            continue
+        cpu = _headroom(w.cpu_millis, used.cpu_millis, demand.cpu_millis)
+        mem = _headroom(w.memory_bytes, used.memory_bytes, demand.memory_bytes)
+        if cpu is None or mem is None:
+            continue
+        score = min(cpu, mem)
+        if best is None or score > best[0]:
+            best = (score, w)
+    if best is None:
+        raise AdminError(
+            Code.RESOURCE_EXHAUSTED,
+            f"no live worker has room for {demand.cpu_millis}m CPU / {demand.memory_bytes} B memory"
+            + (f" on backend {demand.backend}" if demand.backend else ""),
+            quota="cluster_capacity",
+        )
+    return best[1]

@@ -1,0 +1,143 @@
+"""SandboxService: lifecycle RPCs (thin over :class:`~ale_rock.admin.manager.SandboxManager`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ale_proto.v1 import common_pb2, sandbox_pb2, sandbox_pb2_grpc, worker_pb2
+
+from ale_rock.admin import validation as v
+from ale_rock.admin.auth import Authenticator
+from ale_rock.admin.convert import (
+    backend_name,
+    sandbox_to_pb,
+    spec_to_dict,
+    state_from_pb,
+    state_to_pb,
+)
+from ale_rock.admin.errors import invalid
+from ale_rock.admin.forward import ForwardingMixin
+from ale_rock.admin.manager import CreateRequest, SandboxManager
+from ale_rock.admin.rpc import remaining, streaming, unary
+from ale_rock.admin.state import State
+
+
+class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
+    """The client-facing API. Every call is authenticated and scoped to the key's namespace."""
+
+    def __init__(self, manager: SandboxManager, auth: Authenticator) -> None:
+        self.m = manager
+        self.auth = auth
+
+    def _ns(self, context: Any) -> str:
+        return self.auth.namespace_of(context.invocation_metadata())
+
+    @unary
+    async def CreateSandbox(self, request: sandbox_pb2.CreateSandboxRequest, context: Any) -> Any:
+        ns = self._ns(context)
+        v.request_id(request.request_id)
+        spec = v.create_spec(request.spec, self.m.config)
+        if not self.m.is_known_image(spec.image):
+            raise invalid("spec.image", f"unknown image {spec.image!r}")
+        rec = await self.m.create(
+            CreateRequest(
+                namespace=ns, spec=spec_to_dict(spec), cpu_millis=spec.resources.cpu_millis,
+                memory_bytes=spec.resources.memory_bytes, ttl_seconds=spec.ttl_seconds,
+                idle_timeout_s=spec.idle_timeout_seconds, backend=backend_name(spec.backend),
+                gpus=spec.resources.gpus, request_id=request.request_id,
+            ),
+            wait=request.wait,
+        )
+        return sandbox_pb2.CreateSandboxResponse(sandbox=sandbox_to_pb(rec))
+
+    @unary
+    async def GetSandbox(self, request: sandbox_pb2.GetSandboxRequest, context: Any) -> Any:
+        ns = self._ns(context)
+        rec = self.m.get(ns, v.sandbox_id(request.sandbox_id))
+        return sandbox_pb2.GetSandboxResponse(sandbox=sandbox_to_pb(rec))
+
+    @unary
+    async def ListSandboxes(self, request: sandbox_pb2.ListSandboxesRequest, context: Any) -> Any:
+        ns = self._ns(context)
+        v.page_size(request)
+        states: list[State] = []
+        for i, s in enumerate(request.states):
+            st = state_from_pb(s)
+            if st is None:
+                raise invalid(f"states[{i}]", f"unknown state {s}")
+            states.append(st)
+        try:
+            offset = int(request.page.page_token or "0")
+        except ValueError:
+            raise invalid("page.page_token", "malformed page token") from None
+        recs = [
+            r for r in self.m.list_sandboxes(ns, states)
+            if all(r.spec.get("labels", {}).get(k) == val for k, val in request.label_selector.items())
+        ]
+        size = request.page.page_size or 100
+        page = recs[offset: offset + size]
+        nxt = str(offset + size) if offset + size < len(recs) else ""
+        return sandbox_pb2.ListSandboxesResponse(
+            sandboxes=[sandbox_to_pb(r) for r in page],
+            page=common_pb2.PageResponse(next_page_token=nxt, total_size=len(recs)),
+        )
+
+    @streaming
+    async def WatchSandboxes(self, request: sandbox_pb2.WatchSandboxesRequest, context: Any) -> AsyncIterator[Any]:
+        ns = self._ns(context)
+        for i, sid in enumerate(request.sandbox_ids):
+            v.sandbox_id(sid, f"sandbox_ids[{i}]")
+        async for change in self.m.watch(ns, set(request.sandbox_ids), request.send_initial):
+            yield sandbox_pb2.WatchSandboxesResponse(
+                sandbox=sandbox_to_pb(change.record), previous_state=state_to_pb(change.previous),  # type: ignore[arg-type]
+            )
+
+    @unary
+    async def StopSandbox(self, request: sandbox_pb2.StopSandboxRequest, context: Any) -> Any:
+        ns = self._ns(context)
+        rec = await self.m.stop(ns, v.sandbox_id(request.sandbox_id), request.grace_period_ms or 5000)
+        return sandbox_pb2.StopSandboxResponse(sandbox=sandbox_to_pb(rec))
+
+    @unary
+    async def DeleteSandbox(self, request: sandbox_pb2.DeleteSandboxRequest, context: Any) -> Any:
+        ns = self._ns(context)
+        await self.m.delete(ns, v.sandbox_id(request.sandbox_id))
+        return sandbox_pb2.DeleteSandboxResponse()
+
+    @unary
+    async def CommitSandbox(self, request: sandbox_pb2.CommitSandboxRequest, context: Any) -> Any:
+        ns = self._ns(context)
+        v.commit_name(request.name)
+        info = await self.m.commit(ns, v.sandbox_id(request.sandbox_id), request.name, request.format)
+        return sandbox_pb2.CommitSandboxResponse(image=info.image, size_bytes=info.size_bytes, digest=info.digest)
+
+    @unary
+    async def GetSandboxStats(self, request: sandbox_pb2.GetSandboxStatsRequest, context: Any) -> Any:
+        ns = self._ns(context)
+        rec = self.m.get(ns, v.sandbox_id(request.sandbox_id))
+        self.m.worker_address(rec.worker_id)
+        resp = await self.m.client(rec.worker_id).worker.GetSandboxStats(
+            worker_pb2.WorkerServiceGetSandboxStatsRequest(sandbox_id=rec.id), timeout=remaining(context, 30)
+        )
+        return sandbox_pb2.GetSandboxStatsResponse(stats=resp.stats)
+
+    @unary
+    async def SetNetworkPolicy(self, request: sandbox_pb2.SetNetworkPolicyRequest, context: Any) -> Any:
+        ns = self._ns(context)
+        v.policy(request.policy, "policy")
+        rec = self.m.running(ns, v.sandbox_id(request.sandbox_id))
+        await self.m.client(rec.worker_id).worker.SetNetworkPolicy(
+            worker_pb2.WorkerServiceSetNetworkPolicyRequest(sandbox_id=rec.id, policy=request.policy),
+            timeout=remaining(context, 30),
+        )
+        spec = dict(rec.spec)
+        spec["network"] = spec_to_dict(sandbox_pb2.SandboxSpec(network=request.policy)).get("network", {})
+        self.m.update_spec(rec.id, spec)
+        return sandbox_pb2.SetNetworkPolicyResponse(policy=request.policy)
+
+    @unary
+    async def GetNetworkPolicy(self, request: sandbox_pb2.GetNetworkPolicyRequest, context: Any) -> Any:
+        ns = self._ns(context)
+        rec = self.m.get(ns, v.sandbox_id(request.sandbox_id))
+        return sandbox_pb2.GetNetworkPolicyResponse(policy=sandbox_to_pb(rec).spec.network)

@@ -1,0 +1,1 @@
+"""Sandbox backends behind one Protocol (see base.py): local (bubblewrap) and docker."""

@@ -1,0 +1,124 @@
+"""Docker backend create latency vs a bare ``docker run --rm IMAGE true``, in the same run.
+
+``python -m ale_rock.backends.docker_bench --n 10`` prints one JSON object: the create -> first
+exec p50 with a warm pool of one, the same for cold starts, and the bare ``docker run`` p50, all
+measured interleaved in the same run. ``ale-rock bench`` can call :func:`measure` (or
+:func:`docker_run_ms` for its ``docker_run_p50_ms`` baseline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import time
+import uuid
+from typing import Any
+
+import grpc
+from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
+
+from ale_rock.backends.base import SandboxConfig
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def docker_run_ms(image: str, n: int) -> list[float]:
+    """Wall time of ``docker run --rm --network none IMAGE true`` (the CLI, as users run it)."""
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run(["docker", "run", "--rm", "--network", "none", image, "true"], check=True, timeout=120)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def create_first_exec_ms(backend: Any, n: int, config: SandboxConfig | None = None) -> list[float]:
+    """Wall time of ``backend.start`` + the first ``true`` through the Rocklet (remove not timed)."""
+    out = []
+    for _ in range(n):
+        sid = f"bench-{uuid.uuid4().hex[:10]}"
+        t0 = time.perf_counter()
+        handle = backend.start(sid, config or SandboxConfig())
+        try:
+            with grpc.insecure_channel(f"unix:{handle.rocklet_socket}") as ch:
+                stub = rocklet_pb2_grpc.RockletServiceStub(ch)
+                req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(argv=["true"]))
+                result = stub.Exec(req, timeout=60).result
+            out.append((time.perf_counter() - t0) * 1000)
+            if result.exit_code != 0:
+                raise RuntimeError(f"first exec failed in {sid}: {result}")
+        finally:
+            backend.remove(sid)
+    return out
+
+
+def _settle(backend: Any, timeout_s: float = 120.0) -> None:
+    """Wait until the warm pool is full, so no refill competes with the next timed operation."""
+    pool = getattr(backend, "_pool", None)
+    deadline = time.monotonic() + timeout_s
+    while pool is not None and pool.size and pool.ready() < pool.size and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def measure(backend: Any, n: int = 10, cold: Any = None) -> dict[str, float]:
+    """Interleaved rounds (so load drifts hit all alike); p50/p99 in ms and the ratio to docker run.
+
+    ``backend`` is measured as configured (with its warm pool, if any); ``cold``, when given, is a
+    second backend without a pool, for the cold-start figure.
+    """
+    run: list[float] = []
+    create: list[float] = []
+    cold_ms: list[float] = []
+    docker_run_ms(backend.config.base_image, 1)  # warm the engine's image cache
+    for _ in range(n):
+        _settle(backend)
+        run += docker_run_ms(backend.config.base_image, 1)
+        _settle(backend)
+        create += create_first_exec_ms(backend, 1)
+        if cold is not None:
+            _settle(backend)
+            cold_ms += create_first_exec_ms(cold, 1)
+    p50_run = statistics.median(run)
+    out = {
+        "docker_run_p50_ms": round(p50_run, 1),
+        "docker_create_p50_ms": round(statistics.median(create), 1),
+        "docker_create_p99_ms": round(_p(create, 0.99), 1),
+        "docker_create_vs_run": round(statistics.median(create) / p50_run, 2),
+        "n": n,
+    }
+    if cold_ms:
+        out["docker_create_cold_p50_ms"] = round(statistics.median(cold_ms), 1)
+        out["docker_create_cold_vs_run"] = round(statistics.median(cold_ms) / p50_run, 2)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print :func:`measure` as JSON."""
+    from ale_rock.backends.docker import DockerBackend, DockerBackendConfig
+
+    parser = argparse.ArgumentParser(prog="docker_bench")
+    parser.add_argument("--n", type=int, default=10)
+    parser.add_argument("--pool-size", type=int, default=1, help="warm sandboxes (0 = cold starts only)")
+    args = parser.parse_args(argv)
+    tag = uuid.uuid4().hex[:6]
+    backend = DockerBackend(DockerBackendConfig(worker=f"bench{tag}", pool_size=args.pool_size))
+    cold = DockerBackend(DockerBackendConfig(worker=f"benchc{tag}", pool_size=0)) if args.pool_size else None
+    try:
+        print(json.dumps(measure(backend, args.n, cold)))
+    finally:
+        for b in (backend, cold):
+            if b is not None:
+                b.reap_orphans(set())
+                b.close()
+                shutil.rmtree(b.root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

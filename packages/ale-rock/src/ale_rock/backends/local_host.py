@@ -1,0 +1,108 @@
+"""Host-side helpers of the local backend: mounts via libc, process trees, the Python runtime."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import functools
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+# mount(2)/umount2(2) straight from libc: creates and claims must not pay for spawning mount(8).
+_MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MNT_DETACH = 2, 4, 32, 2
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def mount_tmpfs(target: Path, size: int, source: str, remount: bool = False) -> None:
+    flags = _MS_NOSUID | _MS_NODEV | (_MS_REMOUNT if remount else 0)
+    data = f"size={size}" if remount else f"size={size},mode=0755"
+    if _libc.mount(source.encode(), str(target).encode(), b"tmpfs", flags, data.encode()) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount tmpfs on {target}: {os.strerror(err)}")
+
+
+def remount_size(target: Path, size: int) -> None:
+    """Resize a sandbox's tmpfs (a pool claim)."""
+    mount_tmpfs(target, size, "tmpfs", remount=True)
+
+
+def umount_lazy(target: str) -> None:
+    if _libc.umount2(target.encode(), _MNT_DETACH) != 0:
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOENT):  # not mounted (any more)
+            raise OSError(err, f"umount {target}: {os.strerror(err)}")
+
+
+@functools.lru_cache(maxsize=1)
+def can_lower_oom_score() -> bool:
+    # Needs CAP_SYS_RESOURCE, which some container hosts withhold even from root.
+    try:
+        return subprocess.run(["choom", "-n", "-900", "--", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=8)
+def runtime_paths(python: str) -> list[str]:
+    """Host paths the Rocklet's Python needs, bound read-only at the same place."""
+    import ale_proto
+
+    import ale_rock
+
+    out = subprocess.run(
+        [python, "-c", "import sys; print(sys.prefix); print(sys.base_prefix)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    paths = {
+        *out,
+        str(Path(ale_rock.__file__).resolve().parents[1]),
+        str(Path(ale_proto.__file__).resolve().parents[1]),
+    }
+    if Path(python).is_symlink():
+        paths.add(str(Path(python).resolve().parent.parent))
+    return sorted(p for p in paths if not p.startswith("/usr/") and p != "/usr")
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def mounts_under(root: Path) -> list[str]:
+    prefix = str(root.resolve()) if root.exists() else str(root)
+    found = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/mounts").read_text().splitlines():
+            mount = line.split()[1].replace("\\040", " ")
+            if mount == prefix or mount.startswith(prefix + "/"):
+                found.append(mount)
+    return found
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data))
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}

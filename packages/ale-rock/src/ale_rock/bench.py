@@ -1,0 +1,232 @@
+"""``ale-rock bench``: an Admin and a Worker on free local ports, measured through the SDK.
+
+Every figure comes from this run, baselines included (a bare local spawn of the same command, and
+``docker run --rm`` when an engine and an image are available). The result is one JSON object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+COMMAND = ["true"]
+
+
+class BenchConfig(BaseModel):
+    """What to measure."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrent: int = Field(default=100, ge=0)
+    """Sandboxes held alive at once."""
+    iterations: int = Field(default=50, ge=1)
+    """Samples of create→first exec, exec round trip and local spawn."""
+    docker_runs: int = Field(default=10, ge=0)
+    """Samples of ``docker run --rm`` (0 skips it)."""
+    docker_image: str = ""
+    """Image for the docker baseline; "" picks a local image whose name contains "ale"."""
+    backend: str = "local"
+    """Backend of the sandboxes."""
+    cpu: float = 0.1
+    """CPU cores each sandbox asks for."""
+    memory: str = "128Mi"
+    """Memory each sandbox asks for."""
+    create_concurrency: int = Field(default=4, ge=1)
+    """Creates in flight at once for the concurrent workload."""
+
+
+def _pct(samples: list[float], q: float) -> float | None:
+    if not samples:
+        return None
+    s = sorted(samples)
+    return round(s[min(len(s) - 1, int(q * len(s)))] * 1000, 3)
+
+
+def _timed(fn: Callable[[], Any], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _docker_image(wanted: str) -> str | None:
+    if shutil.which("docker") is None:
+        return None
+    try:
+        if subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode != 0:
+            return None
+        if wanted:
+            return wanted
+        names = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
+                               text=True, timeout=10).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    preferred = [n for n in names if "ale" in n] or names
+    return preferred[0] if preferred else None
+
+
+def _leftovers(marker: str) -> dict[str, int]:
+    procs = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    procs += 1
+            except OSError:
+                continue
+    try:
+        mounts = sum(marker in line for line in Path("/proc/self/mounts").read_text().splitlines())
+    except OSError:
+        mounts = 0
+    return {"processes": procs, "mounts": mounts}
+
+
+def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
+    """Run every workload and return the figures."""
+    from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+    from ale_rock.sdk.sandbox import Sandbox
+
+    def say(msg: str) -> None:
+        if progress:
+            print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+    failures: list[str] = []
+    result: dict[str, Any] = {"backend": cfg.backend, "command": " ".join(COMMAND)}
+    say("local spawn baseline")
+    result["subprocess_p50_ms"] = _pct(_timed(lambda: subprocess.run(COMMAND, check=True), cfg.iterations), 0.5)
+
+    n = max(cfg.concurrent, 1) + 16
+    worker_extra = {
+        "backend": cfg.backend, "max_sandboxes": n,
+        # Explicit overcommit for the benchmark: the worker advertises room for every sandbox's request.
+        "cpu_millis": int(n * cfg.cpu * 1000) + 1000, "memory_bytes": n * 2**30,
+    }
+    cluster = LocalCluster(
+        workers=0, worker_argv=real_worker_argv(worker_extra),
+        admin_config={"max_concurrent_sandboxes": n + 10, "start_timeout_s": 120},
+    )
+    t_start = time.perf_counter()
+    with cluster:
+        say("starting admin and worker")
+        cluster.start_worker("bench")
+        result["cluster_start_s"] = round(time.perf_counter() - t_start, 3)
+        marker = str(cluster.worker_state_dir("bench")) + "/"
+        client = cluster.client(timeout=120)
+        kw = {"cpu": cfg.cpu, "memory": cfg.memory, "backend": cfg.backend}
+
+        say(f"create → first exec × {cfg.iterations}")
+        create: list[float] = []
+        for _ in range(cfg.iterations):
+            try:
+                t0 = time.perf_counter()
+                sb = Sandbox.create(client=client, **kw)  # type: ignore[arg-type]
+                sb.exec(COMMAND)
+                create.append(time.perf_counter() - t0)
+                sb.delete()
+            except Exception as e:  # counted, not fatal: the benchmark reports failures
+                failures.append(f"create: {e}")
+        result["create_p50_ms"], result["create_p99_ms"] = _pct(create, 0.5), _pct(create, 0.99)
+
+        say(f"exec round trip × {cfg.iterations * 4}")
+        try:
+            with Sandbox.create(client=client, **kw) as sb:  # type: ignore[arg-type]
+                sb.exec(COMMAND)
+                rtt = _timed(lambda: sb.exec(COMMAND), cfg.iterations * 4)
+                direct = _direct_worker_rtt(cluster, sb.id, cfg.iterations * 4)
+            result["exec_rtt_p50_ms"], result["exec_rtt_p99_ms"] = _pct(rtt, 0.5), _pct(rtt, 0.99)
+            # the same exec sent straight to the worker's Rocklet proxy: the Admin hop is the difference
+            result["worker_direct_exec_p50_ms"] = _pct(direct, 0.5)
+        except Exception as e:
+            failures.append(f"exec: {e}")
+            result["exec_rtt_p50_ms"] = result["exec_rtt_p99_ms"] = None
+
+        say(f"{cfg.concurrent} sandboxes held at once")
+        result["concurrent"] = 0
+        if cfg.concurrent:
+            result.update(asyncio.run(_concurrent(cluster, cfg, kw, failures)))
+        client.close()
+
+        image = _docker_image(cfg.docker_image) if cfg.docker_runs else None
+        result["docker_image"] = image
+        result["docker_run_p50_ms"] = None
+        if image:
+            say(f"docker run --rm × {cfg.docker_runs} ({image})")
+            runs = _timed(lambda: subprocess.run(["docker", "run", "--rm", "--network", "none", image, *COMMAND],
+                                                 capture_output=True, timeout=60), cfg.docker_runs)
+            result["docker_run_p50_ms"] = _pct(runs, 0.5)
+        say("stopping (the worker reaps every sandbox)")
+    # after a graceful stop nothing of the worker's sandboxes may remain
+    deadline = time.monotonic() + 10
+    left = _leftovers(marker)
+    while sum(left.values()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = _leftovers(marker)
+    result["leaked"] = sum(left.values())
+    result["leaked_detail"] = left
+    result["failures"] = len(failures)
+    result["failure_samples"] = failures[:5]
+    if result.get("create_p50_ms") and result.get("docker_run_p50_ms"):
+        result["docker_over_create_p50"] = round(result["docker_run_p50_ms"] / result["create_p50_ms"], 2)
+    return result
+
+
+def _direct_worker_rtt(cluster: Any, sandbox_id: str, n: int) -> list[float]:
+    import sqlite3
+
+    import grpc
+    from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
+
+    with sqlite3.connect(str(cluster.dir / "admin.db")) as db:
+        info = db.execute("SELECT info FROM workers").fetchone()[0]
+    import json
+
+    channel = grpc.insecure_channel(json.loads(info)["address"])
+    stub = rocklet_pb2_grpc.RockletServiceStub(channel)
+    req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(argv=COMMAND))
+    md = (("ale-sandbox-id", sandbox_id),)
+    try:
+        return _timed(lambda: stub.Exec(req, metadata=md, timeout=30), n)
+    finally:
+        channel.close()
+
+
+async def _concurrent(cluster: Any, cfg: BenchConfig, kw: dict[str, Any], failures: list[str]) -> dict[str, Any]:
+    """Create ``cfg.concurrent`` sandboxes (bounded concurrency), exec in each while all are alive,
+    then delete them. Every failure is counted; the survivors still count as held."""
+    from ale_rock.sdk.async_sandbox import AsyncSandbox
+
+    client = cluster.async_client(timeout=300)
+    gate = asyncio.Semaphore(cfg.create_concurrency)
+
+    async def one() -> AsyncSandbox:
+        async with gate:
+            return await AsyncSandbox.create(client=client, **kw)
+
+    t0 = time.perf_counter()
+    made = await asyncio.gather(*(one() for _ in range(cfg.concurrent)), return_exceptions=True)
+    created_s = time.perf_counter() - t0
+    boxes = [m for m in made if isinstance(m, AsyncSandbox)]
+    failures.extend(f"concurrent create: {m}" for m in made if isinstance(m, BaseException))
+    results = await asyncio.gather(*(sb.exec(COMMAND) for sb in boxes), return_exceptions=True)
+    alive = sum(1 for r in results if not isinstance(r, BaseException) and r.ok)
+    failures.extend(f"concurrent exec: {r}" for r in results if isinstance(r, BaseException))
+
+    async def drop(sb: AsyncSandbox) -> None:
+        async with gate:
+            await sb.delete()
+
+    dropped = await asyncio.gather(*(drop(sb) for sb in boxes), return_exceptions=True)
+    failures.extend(f"concurrent delete: {d}" for d in dropped if isinstance(d, BaseException))
+    await client.close()
+    return {"concurrent": alive, "concurrent_create_s": round(created_s, 3)}

@@ -1,0 +1,335 @@
+"""The ``ale-rock`` command: ``admin``, ``worker``, ``sandbox …`` and ``bench``.
+
+Heavy modules are imported inside the commands, so ``ale-rock --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from ale_rock.sdk.client import Client
+
+app = typer.Typer(help="ALE's sandbox manager.", no_args_is_help=True, add_completion=False)
+sandbox_app = typer.Typer(help="Manage sandboxes through an admin (ALE_ROCK_ADDRESS, ALE_ROCK_API_KEY).",
+                          no_args_is_help=True)
+app.add_typer(sandbox_app, name="sandbox")
+
+AddressOpt = Annotated[str | None, typer.Option("--address", "-a", help="Admin host:port (env ALE_ROCK_ADDRESS).")]
+KeyOpt = Annotated[str | None, typer.Option("--api-key", "-k", help="API key (env ALE_ROCK_API_KEY).")]
+
+
+def _err(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _client(address: str | None, api_key: str | None) -> Client:
+    from ale_rock.sdk.client import Client
+
+    return Client(address, api_key)
+
+
+def _run(fn: Any) -> Any:
+    """Call ``fn`` and turn SDK errors into a one-line message and exit status 1."""
+    from ale_rock.sdk.errors import SandboxError
+
+    try:
+        return fn()
+    except SandboxError as e:
+        raise _err(f"{e.code.lower()}: {e}") from None
+
+
+def _kv(items: list[str] | None, what: str) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise _err(f"{what} must be KEY=VALUE, got {item!r}", 2)
+        out[k] = v
+    return out
+
+
+# -- servers ---------------------------------------------------------------------------------------
+@app.command()
+def admin(
+    config: Annotated[Path | None, typer.Option(help="YAML config file (see AdminConfig).")] = None,
+    host: Annotated[str | None, typer.Option(help="Interface to listen on.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (0 = pick a free one).")] = None,
+    db: Annotated[Path | None, typer.Option(help="SQLite state store path.")] = None,
+    api_key: Annotated[list[str] | None, typer.Option("--api-key", help="KEY=NAMESPACE (repeatable).")] = None,
+    join_token: Annotated[str | None, typer.Option(help="Token workers must present.")] = None,
+    ready_file: Annotated[Path | None, typer.Option(help="Write the bound port here once serving.")] = None,
+    log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
+) -> None:
+    """Run the Admin (SandboxService + WorkerRegistryService) until SIGTERM."""
+    from ale_rock.admin.config import AdminConfig
+    from ale_rock.admin.logs import configure
+    from ale_rock.admin.server import serve_admin
+
+    configure(log_level)
+    overrides: dict[str, Any] = {"host": host, "port": port, "db_path": db, "join_token": join_token}
+    cfg = AdminConfig.load(config, **overrides)
+    if api_key:
+        cfg.api_keys.update(_kv(api_key, "--api-key"))
+
+    def ready(bound: int) -> None:
+        if ready_file:
+            tmp = ready_file.with_suffix(".tmp")
+            tmp.write_text(str(bound))
+            tmp.replace(ready_file)
+
+    serve_admin(cfg, ready)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def worker(
+    ctx: typer.Context,
+    config: Annotated[Path | None, typer.Option(help="YAML config file (see WorkerConfig).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", "-c", help="Override a config field: key=value.")] = None,
+) -> None:
+    """Run a Worker (registers with an admin, runs sandboxes through a backend)."""
+    try:
+        from ale_rock.worker.config import WorkerConfig
+        from ale_rock.worker.server import run_worker
+    except ImportError as e:  # pragma: no cover - depends on the worker package being present
+        raise _err(f"the worker is not available in this install: {e}") from None
+    import yaml
+
+    data: dict[str, Any] = yaml.safe_load(config.read_text()) if config else {}
+    for item in set_ or []:
+        key, _, value = item.partition("=")
+        node = data
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = yaml.safe_load(value)
+    if ctx.args:
+        raise _err(f"unexpected arguments {ctx.args}; use --set key=value", 2)
+    raise typer.Exit(run_worker(WorkerConfig.model_validate(data)))
+
+
+# -- sandboxes -------------------------------------------------------------------------------------
+@sandbox_app.command("create")
+def sandbox_create(
+    image: Annotated[str, typer.Option(help="Image / environment (default: the backend's base).")] = "",
+    cpu: Annotated[float | None, typer.Option(help="CPU cores (e.g. 0.5).")] = None,
+    memory: Annotated[str | None, typer.Option(help="Memory (e.g. 512Mi).")] = None,
+    ttl: Annotated[int | None, typer.Option(help="Seconds until it is deleted.")] = None,
+    idle_timeout: Annotated[int | None, typer.Option(help="Stop after this many idle seconds.")] = None,
+    backend: Annotated[str, typer.Option(help="local or docker (default: the server's).")] = "",
+    label: Annotated[list[str] | None, typer.Option(help="KEY=VALUE (repeatable).")] = None,
+    allow: Annotated[list[str] | None, typer.Option(help="Allowed egress host[:port] (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the sandbox as JSON.")] = False,
+    address: AddressOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """Create a sandbox and print its id once it runs."""
+    from rich.console import Console
+
+    from ale_rock.sdk.sandbox import Sandbox
+
+    client = _client(address, api_key)
+    with Console(stderr=True).status("creating sandbox…"):
+        sb = _run(lambda: Sandbox.create(
+            image, cpu=cpu, memory=memory, ttl=ttl, idle_timeout=idle_timeout, backend=backend,
+            labels=_kv(label, "--label"), allow=allow or (), client=client))
+    info = sb.info
+    typer.echo(json.dumps(_info_dict(info)) if as_json else info.id)
+
+
+def _info_dict(info: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    d = asdict(info)
+    d["create_time"] = info.create_time.isoformat()
+    d["expire_time"] = info.expire_time.isoformat()
+    return d
+
+
+@sandbox_app.command("ls")
+def sandbox_ls(
+    state: Annotated[list[str] | None, typer.Option(help="Only these states (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
+    address: AddressOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """List the sandboxes of your namespace."""
+    from ale_rock.sdk.sandbox import Sandbox
+
+    client = _client(address, api_key)
+    infos = _run(lambda: Sandbox.list(client=client, states=state or ()))
+    if as_json:
+        for info in infos:
+            typer.echo(json.dumps(_info_dict(info)))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("ID", "STATE", "WORKER", "IMAGE", "CPU", "MEMORY", "CREATED")
+    for i in infos:
+        table.add_row(i.id, i.state, i.worker_id, i.image or "-", f"{i.cpu_millis}m",
+                      f"{i.memory_bytes // 2**20}Mi", i.create_time.strftime("%H:%M:%S"))
+    Console().print(table)
+
+
+@sandbox_app.command("exec", context_settings={"allow_interspersed_args": False})
+def sandbox_exec(
+    sandbox_id: Annotated[str, typer.Argument(help="Sandbox id.")],
+    command: Annotated[list[str], typer.Argument(help="Command and arguments (one argument = a shell line).")],
+    timeout: Annotated[float | None, typer.Option(help="Hard timeout in seconds.")] = None,
+    cwd: Annotated[str, typer.Option(help="Working directory.")] = "",
+    env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE (repeatable).")] = None,
+    address: AddressOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """Run a command, stream its output, and exit with its status."""
+    from ale_rock.sdk.sandbox import Sandbox
+
+    sb = Sandbox(sandbox_id, _client(address, api_key))
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise _err("no command given", 2)
+    cmd: str | list[str] = command[0] if len(command) == 1 else command
+
+    def go() -> int:
+        code = 0
+        for ev in sb.exec_stream(cmd, timeout=timeout, cwd=cwd, env=_kv(env, "--env")):
+            if ev.kind == "stdout":
+                sys.stdout.buffer.write(ev.data)
+                sys.stdout.flush()
+            elif ev.kind == "stderr":
+                sys.stderr.buffer.write(ev.data)
+                sys.stderr.flush()
+            elif ev.kind == "exit" and ev.result is not None:
+                code = ev.result.exit_code
+                if ev.result.end_reason not in ("exited", "signaled"):
+                    typer.echo(f"[{ev.result.end_reason}] {ev.result.error}".rstrip(), err=True)
+                    code = code or 124
+        return code
+
+    raise typer.Exit(_run(go))
+
+
+@sandbox_app.command("shell")
+def sandbox_shell(
+    sandbox_id: Annotated[str, typer.Argument(help="Sandbox id.")],
+    address: AddressOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """An interactive line-by-line shell session (cwd and env persist; Ctrl-D quits)."""
+    from ale_rock.sdk.sandbox import Sandbox
+
+    sb = Sandbox(sandbox_id, _client(address, api_key))
+    session = _run(lambda: sb.session())
+    interactive = sys.stdin.isatty()
+    try:
+        while True:
+            if interactive:
+                typer.echo(f"{sandbox_id}$ ", nl=False)
+            line = sys.stdin.readline()
+            if not line:
+                break
+            if not line.strip():
+                continue
+            result = _run(lambda line=line: session.run(line.rstrip("\n")))
+            sys.stdout.write(result.stdout)
+            sys.stdout.flush()
+    finally:
+        _run(session.close)
+
+
+@sandbox_app.command("cp")
+def sandbox_cp(
+    src: Annotated[str, typer.Argument(help="LOCAL or SANDBOX_ID:/path.")],
+    dst: Annotated[str, typer.Argument(help="LOCAL or SANDBOX_ID:/path.")],
+    address: AddressOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """Copy a file or directory into or out of a sandbox (SHA-256 verified)."""
+    from rich.console import Console
+
+    from ale_rock.sdk.sandbox import Sandbox
+
+    def split(spec: str) -> tuple[str, str]:
+        head, sep, tail = spec.partition(":")
+        return (head, tail) if sep and head.startswith("sb-") else ("", spec)
+
+    (s_id, s_path), (d_id, d_path) = split(src), split(dst)
+    if bool(s_id) == bool(d_id):
+        raise _err("exactly one of SRC and DST must be SANDBOX_ID:/path", 2)
+    client = _client(address, api_key)
+    with Console(stderr=True).status(f"copying {src} → {dst}…"):
+        if d_id:
+            n = _run(lambda: Sandbox(d_id, client).upload(s_path, d_path))
+            typer.echo(f"uploaded {n} bytes", err=True)
+        else:
+            out = _run(lambda: Sandbox(s_id, client).download(s_path, d_path))
+            typer.echo(f"downloaded to {out}", err=True)
+
+
+@sandbox_app.command("rm")
+def sandbox_rm(
+    sandbox_ids: Annotated[list[str], typer.Argument(help="Sandbox ids.")],
+    address: AddressOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """Delete sandboxes (reaping everything they left)."""
+    from ale_rock.sdk.sandbox import Sandbox
+
+    client = _client(address, api_key)
+    for sid in sandbox_ids:
+        _run(lambda sid=sid: Sandbox(sid, client).delete())
+        typer.echo(sid)
+
+
+@sandbox_app.command("stop")
+def sandbox_stop(
+    sandbox_id: Annotated[str, typer.Argument(help="Sandbox id.")],
+    address: AddressOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """Stop a sandbox (files kept until rm)."""
+    from ale_rock.sdk.sandbox import Sandbox
+
+    info = _run(lambda: Sandbox(sandbox_id, _client(address, api_key)).stop())
+    typer.echo(f"{info.id} {info.state}")
+
+
+@sandbox_app.command("stats")
+def sandbox_stats(
+    sandbox_id: Annotated[str, typer.Argument(help="Sandbox id.")],
+    address: AddressOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """Print a sandbox's resource usage as JSON."""
+    from dataclasses import asdict
+
+    from ale_rock.sdk.sandbox import Sandbox
+
+    stats = _run(lambda: Sandbox(sandbox_id, _client(address, api_key)).stats())
+    typer.echo(json.dumps(asdict(stats)))
+
+
+# -- bench -----------------------------------------------------------------------------------------
+@app.command()
+def bench(
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object only.")] = False,
+    concurrent: Annotated[int, typer.Option(help="Sandboxes held alive at once.")] = 100,
+    iterations: Annotated[int, typer.Option(help="Create→first-exec and exec samples.")] = 50,
+    docker_runs: Annotated[int, typer.Option(help="docker run --rm samples (0 = skip).")] = 10,
+    backend: Annotated[str, typer.Option(help="Backend for the sandboxes.")] = "local",
+) -> None:
+    """Start an admin and a worker on free local ports and measure them through the SDK."""
+    from ale_rock.bench import BenchConfig, run_bench
+
+    result = run_bench(BenchConfig(concurrent=concurrent, iterations=iterations, docker_runs=docker_runs,
+                                   backend=backend), progress=not as_json)
+    typer.echo(json.dumps(result))
+
+
+def main() -> None:
+    """Entry point of the ``ale-rock`` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

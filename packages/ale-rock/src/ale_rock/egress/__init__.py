@@ -1,0 +1,1 @@
+"""Egress: the worker gateway (policy, safety events) and the in-sandbox proxy."""

@@ -1,0 +1,1 @@
+"""Built-in text games for fast RL: GuessTheNumber, FrozenLake, Sokoban."""

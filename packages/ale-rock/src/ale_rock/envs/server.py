@@ -1,0 +1,199 @@
+"""The EnvService gRPC server (gem API): ``serve_env_service(config)`` or
+``python -m ale_rock.envs.server --port 50070``.
+
+Text games and tool environments run in this process; terminal tasks run in sandboxes from the
+configured :class:`~ale_rock.envs.sandbox.SandboxProvider`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent import futures
+from typing import Any, Literal
+
+import grpc
+from ale_proto.errors import abort, make_error
+from ale_proto.serving import add_standard_services
+from ale_proto.v1 import common_pb2, env_pb2, env_pb2_grpc
+from pydantic import BaseModel, ConfigDict
+
+from ale_rock.envs import registry
+from ale_rock.envs.convert import from_struct, step_to_pb, to_struct
+from ale_rock.envs.errors import EnvError
+from ale_rock.envs.host import EnvHost, HostLimits
+from ale_rock.envs.sandbox import LocalDirProvider, SandboxProvider, SdkProvider
+
+SERVICE_NAME = env_pb2.DESCRIPTOR.services_by_name["EnvService"].full_name
+
+
+class EnvServerConfig(BaseModel):
+    """Configuration of an EnvService server."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    """Interface to bind."""
+    port: int = 0
+    """Port; 0 picks a free one (see ``EnvServer.port``)."""
+    max_workers: int = 32
+    """gRPC handler threads (concurrent calls, not concurrent environments)."""
+    max_envs: int = 1024
+    """Environments held at once; Make beyond it fails with RESOURCE_EXHAUSTED."""
+    max_action_bytes: int = 65536
+    """Largest action accepted by Step (INVALID_ARGUMENT beyond)."""
+    step_timeout_s: float = 300.0
+    """Default per-call limit of Reset/Step (Make's step_timeout_ms overrides); a terminal step
+    runs a command (and, at the end, the hidden tests), so keep it above their limits."""
+    episode_budget_s: float = 3600.0
+    """Default wall-clock budget of an episode (Make's episode_budget_s overrides)."""
+    reap_interval_s: float = 1.0
+    """How often environments past their budget are reclaimed."""
+    sandbox: Literal["local", "sdk"] = "local"
+    """Where terminal tasks run: ``local`` temp dirs (no isolation) or sandboxes via the SDK."""
+    sdk_address: str = ""
+    """Admin address for ``sandbox: sdk``."""
+    sdk_api_key: str = ""
+    """API key for ``sandbox: sdk``."""
+
+
+def _provider_factory(cfg: EnvServerConfig) -> Any:
+    def build() -> SandboxProvider:
+        if cfg.sandbox == "sdk":
+            return SdkProvider(cfg.sdk_address, cfg.sdk_api_key or None)
+        return LocalDirProvider()
+
+    return build
+
+
+class EnvServicer(env_pb2_grpc.EnvServiceServicer):
+    """gRPC edge of an :class:`EnvHost`: protobuf in, typed errors out."""
+
+    def __init__(self, host: EnvHost) -> None:
+        self.host = host
+
+    def _fail(self, context: Any, e: Exception) -> None:
+        if isinstance(e, EnvError):
+            meta = {k: str(v) for k, v in e.metadata.items()}
+            abort(context, make_error(e.code, e.message, e.field, **meta))  # type: ignore[arg-type]
+        self.host.metrics["internal_errors"] += 1
+        abort(context, make_error(common_pb2.ERROR_CODE_INTERNAL, f"{type(e).__name__}: {e}"))
+
+    def Make(self, request: env_pb2.MakeRequest, context: Any) -> env_pb2.MakeResponse:
+        try:
+            slot = self.host.make(
+                request.env_id,
+                from_struct(request.kwargs),
+                request.step_timeout_ms / 1000.0,
+                float(request.episode_budget_s),
+            )
+            env = slot.env
+            return env_pb2.MakeResponse(
+                env_handle=slot.handle,
+                sandbox_id=str(getattr(env, "sandbox_id", "") or ""),
+                action_description=str(getattr(env, "action_description", "")),
+                tools=[to_struct(t) for t in getattr(env, "tools", [])],
+            )
+        except Exception as e:
+            self._fail(context, e)
+            raise
+
+    def Reset(self, request: env_pb2.ResetRequest, context: Any) -> env_pb2.ResetResponse:
+        try:
+            seed = request.seed if request.HasField("seed") else None
+            obs, info = self.host.reset(request.env_handle, seed)
+            return env_pb2.ResetResponse(observation=obs, info=to_struct(info))
+        except Exception as e:
+            self._fail(context, e)
+            raise
+
+    def Step(self, request: env_pb2.StepRequest, context: Any) -> env_pb2.StepResponse:
+        try:
+            return step_to_pb(*self.host.step(request.env_handle, request.action))
+        except Exception as e:
+            self._fail(context, e)
+            raise
+
+    def Close(self, request: env_pb2.CloseRequest, context: Any) -> env_pb2.CloseResponse:
+        try:
+            self.host.get(request.env_handle)
+        except EnvError:
+            return env_pb2.CloseResponse()  # closing twice (or after a reclaim) is fine
+        self.host.reclaim(request.env_handle)
+        return env_pb2.CloseResponse()
+
+    def ListEnvs(self, request: env_pb2.ListEnvsRequest, context: Any) -> env_pb2.ListEnvsResponse:
+        entries = registry.list_envs(request.prefix)
+        size = min(request.page.page_size or 100, 1000)
+        start = int(request.page.page_token or 0)
+        page = entries[start : start + size]
+        nxt = str(start + size) if start + size < len(entries) else ""
+        return env_pb2.ListEnvsResponse(
+            envs=[
+                env_pb2.EnvDescription(env_id=e.env_id, description=e.description, tags=e.tags) for e in page
+            ],
+            page=common_pb2.PageResponse(next_page_token=nxt, total_size=len(entries)),
+        )
+
+
+def add_env_service(server: grpc.Server, config: EnvServerConfig | None = None) -> EnvHost:
+    """Add the EnvService to an existing server (e.g. the Admin's) and start its reaper; returns
+    its host. Call :meth:`EnvHost.shutdown` when the server stops (it closes every env)."""
+    cfg = config or EnvServerConfig()
+    limits = HostLimits(cfg.max_envs, cfg.max_action_bytes, cfg.step_timeout_s, cfg.episode_budget_s)
+    host = EnvHost(limits, _provider_factory(cfg))
+    env_pb2_grpc.add_EnvServiceServicer_to_server(EnvServicer(host), server)
+    host.start_reaper(cfg.reap_interval_s)
+    return host
+
+
+class EnvServer:
+    """A running EnvService: ``address``, ``host`` (the environments), ``stop()``."""
+
+    def __init__(self, server: grpc.Server, host: EnvHost, port: int, bind: str) -> None:
+        self.server, self.host, self.port = server, host, port
+        self.address = f"{bind}:{port}"
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop serving and close every environment."""
+        self.server.stop(grace).wait(grace + 1)
+        self.host.shutdown()
+
+    def wait(self) -> None:
+        """Block until the server stops."""
+        self.server.wait_for_termination()
+
+
+def serve_env_service(config: EnvServerConfig | None = None) -> EnvServer:
+    """Start an EnvService (with health checking and reflection) and return it running."""
+    cfg = config or EnvServerConfig()
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=cfg.max_workers, thread_name_prefix="env-rpc"),
+        options=[("grpc.max_receive_message_length", max(4 << 20, 2 * cfg.max_action_bytes))],
+    )
+    host = add_env_service(server, cfg)
+    add_standard_services(server, [SERVICE_NAME])
+    port = server.add_insecure_port(f"{cfg.host}:{cfg.port}")
+    server.start()
+    return EnvServer(server, host, port, cfg.host)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m ale_rock.envs.server``."""
+    p = argparse.ArgumentParser(description="Serve ALE's EnvService (gem API).")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=50070)
+    p.add_argument("--sandbox", choices=["local", "sdk"], default="local")
+    p.add_argument("--sdk-address", default="")
+    args = p.parse_args(argv)
+    srv = serve_env_service(
+        EnvServerConfig(host=args.host, port=args.port, sandbox=args.sandbox, sdk_address=args.sdk_address)
+    )
+    print(f"EnvService listening on {srv.address}", flush=True)
+    try:
+        srv.wait()
+    except KeyboardInterrupt:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Stateful tool-use environments: actions are JSON tool calls, the reward checks the final state."""

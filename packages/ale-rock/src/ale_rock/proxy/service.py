@@ -1,0 +1,192 @@
+"""ModelProxyService (gRPC): open/close episodes and stream their records; plus
+``serve_model_proxy(config)`` that runs the gRPC service and the HTTP endpoint together."""
+
+from __future__ import annotations
+
+import functools
+from concurrent import futures
+from typing import Any, Literal
+
+import grpc
+from ale_proto.errors import abort, make_error
+from ale_proto.serving import add_standard_services
+from ale_proto.v1 import common_pb2, model_proxy_pb2, model_proxy_pb2_grpc
+from pydantic import BaseModel, ConfigDict
+
+from ale_rock.proxy.core import ModelProxy
+from ale_rock.proxy.episodes import EpisodeBook
+from ale_rock.proxy.http import ProxyHTTPServer
+from ale_rock.proxy.upstreams import InferenceUpstream, OpenAIUpstream, ReplayUpstream, Upstream
+
+SERVICE_NAME = model_proxy_pb2.DESCRIPTOR.services_by_name["ModelProxyService"].full_name
+_KINDS = {
+    model_proxy_pb2.UPSTREAM_KIND_INFERENCE_SERVICE: "inference",
+    model_proxy_pb2.UPSTREAM_KIND_OPENAI: "openai",
+    model_proxy_pb2.UPSTREAM_KIND_REPLAY: "replay",
+}
+
+
+class ModelProxyConfig(BaseModel):
+    """Configuration of a ModelProxy (gRPC control service + OpenAI HTTP endpoint)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    """Interface both servers bind."""
+    grpc_port: int = 0
+    """Port of ModelProxyService; 0 picks a free one."""
+    http_port: int = 0
+    """Port of the OpenAI endpoint; 0 picks a free one."""
+    public_base_url: str = ""
+    """Base of the URL handed to agents (as their Rocklet reaches the proxy); default http://host:port."""
+    default_upstream: Literal["inference", "openai", "replay"] = "inference"
+    """Upstream for episodes opened with UPSTREAM_KIND_UNSPECIFIED."""
+    default_target: str = ""
+    """Upstream address for episodes that give none."""
+    openai_api_key: str = ""
+    """Key the proxy sends to an OpenAI-compatible upstream."""
+    retries: int = 4
+    """Retries on 429 / 5xx / connection errors (OpenAI upstream)."""
+    backoff_s: float = 0.25
+    """First backoff; doubles per retry, with jitter."""
+    upstream_timeout_s: float = 300.0
+    """Limit of one upstream call."""
+    max_body_bytes: int = 8 << 20
+    """Largest request body accepted (413 beyond)."""
+    require_sandbox_header: bool = False
+    """Refuse calls without the Rocklet's X-Ale-Sandbox-Id header (set when agents run in sandboxes)."""
+    record_dir: str = ""
+    """If set, every call is also appended to <record_dir>/<episode_id>.jsonl."""
+    keep_closed_episodes: int = 1000
+    """Closed episodes whose records stay readable through SubscribeCalls (oldest forgotten)."""
+
+
+class ModelProxyServicer(model_proxy_pb2_grpc.ModelProxyServiceServicer):
+    """Issues per-episode credentials and streams call records."""
+
+    def __init__(self, proxy: ModelProxy, config: ModelProxyConfig, base_url: str) -> None:
+        self.proxy, self.config, self.base_url = proxy, config, base_url.rstrip("/")
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - one channel per inference target, for the server's life
+    def _inference(self, target: str) -> InferenceUpstream:
+        return InferenceUpstream(target, timeout_s=self.config.upstream_timeout_s)
+
+    def _upstream(self, kind: str, target: str, model: str) -> Upstream:
+        cfg = self.config
+        if kind == "inference":
+            up = self._inference(target)
+            return _Named(up, model)
+        if kind == "openai":
+            return OpenAIUpstream(
+                target, cfg.openai_api_key, model, cfg.retries, cfg.backoff_s, cfg.upstream_timeout_s
+            )
+        return ReplayUpstream(target)
+
+    def OpenEpisode(self, request: model_proxy_pb2.OpenEpisodeRequest, context: Any) -> Any:
+        if not request.episode_id:
+            abort(
+                context,
+                make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, "episode_id is required", "episode_id"),
+            )
+        kind = _KINDS.get(request.upstream, self.config.default_upstream)
+        target = request.upstream_target or self.config.default_target
+        if not target:
+            abort(
+                context,
+                make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, "no upstream target", "upstream_target"),
+            )
+        try:
+            upstream = self._upstream(kind, target, request.model)
+        except (OSError, ValueError) as e:
+            abort(
+                context,
+                make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, f"bad upstream: {e}", "upstream_target"),
+            )
+        try:
+            ep = self.proxy.book.open(
+                request.episode_id, request.sandbox_id, upstream, request.model, request.max_calls
+            )
+        except KeyError:
+            abort(
+                context,
+                make_error(
+                    common_pb2.ERROR_CODE_ALREADY_EXISTS,
+                    f"episode {request.episode_id!r} exists",
+                    "episode_id",
+                ),
+            )
+        return model_proxy_pb2.OpenEpisodeResponse(
+            api_key=ep.api_key, base_url=f"{self.base_url}/e/{ep.episode_id}/v1"
+        )
+
+    def CloseEpisode(self, request: model_proxy_pb2.CloseEpisodeRequest, context: Any) -> Any:
+        ep = self.proxy.book.close(request.episode_id)
+        if ep is None:
+            abort(
+                context,
+                make_error(
+                    common_pb2.ERROR_CODE_NOT_FOUND, f"no episode {request.episode_id!r}", "episode_id"
+                ),
+            )
+        return model_proxy_pb2.CloseEpisodeResponse(calls=len(ep.records) if ep else 0)
+
+    def SubscribeCalls(self, request: model_proxy_pb2.SubscribeCallsRequest, context: Any) -> Any:
+        if self.proxy.book.get(request.episode_id) is None:
+            abort(
+                context,
+                make_error(
+                    common_pb2.ERROR_CODE_NOT_FOUND, f"no episode {request.episode_id!r}", "episode_id"
+                ),
+            )
+        for rec in self.proxy.book.follow(request.episode_id, request.from_index, context.is_active):
+            yield model_proxy_pb2.SubscribeCallsResponse(call=rec.to_pb())
+
+
+class _Named:
+    """An inference upstream shared by episodes, with the episode's model name on responses."""
+
+    def __init__(self, inner: InferenceUpstream, model: str) -> None:
+        self.inner, self.model = inner, model
+
+    def complete(self, request: dict[str, Any], call_id: str) -> Any:
+        comp = self.inner.complete(request, call_id)
+        comp.model = self.model or comp.model or str(request.get("model", ""))
+        return comp
+
+
+class ModelProxyServer:
+    """A running ModelProxy: ``grpc_address``, ``http_url``, ``proxy``, ``stop()``."""
+
+    def __init__(
+        self,
+        grpc_server: grpc.Server,
+        http: ProxyHTTPServer,
+        proxy: ModelProxy,
+        grpc_address: str,
+        http_url: str,
+    ) -> None:
+        self.grpc_server, self.http, self.proxy = grpc_server, http, proxy
+        self.grpc_address, self.http_url = grpc_address, http_url
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop both servers."""
+        self.http.shutdown()
+        self.http.server_close()
+        self.grpc_server.stop(grace).wait(grace + 1)
+
+
+def serve_model_proxy(config: ModelProxyConfig | None = None) -> ModelProxyServer:
+    """Start the ModelProxy (gRPC service with health + reflection, and the HTTP endpoint)."""
+    cfg = config or ModelProxyConfig()
+    proxy = ModelProxy(EpisodeBook(cfg.keep_closed_episodes), cfg.record_dir)
+    http = ProxyHTTPServer((cfg.host, cfg.http_port), proxy, cfg.max_body_bytes, cfg.require_sandbox_header)
+    http.start()
+    http_url = f"http://{cfg.host}:{http.server_address[1]}"
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="proxy-rpc"))
+    model_proxy_pb2_grpc.add_ModelProxyServiceServicer_to_server(
+        ModelProxyServicer(proxy, cfg, cfg.public_base_url or http_url), server
+    )
+    add_standard_services(server, [SERVICE_NAME])
+    port = server.add_insecure_port(f"{cfg.host}:{cfg.grpc_port}")
+    server.start()
+    return ModelProxyServer(server, http, proxy, f"{cfg.host}:{port}", http_url)

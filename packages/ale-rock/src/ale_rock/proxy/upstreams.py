@@ -1,0 +1,237 @@
+"""Where the proxy sends a chat call: ale-roll's InferenceService (token-exact), an
+OpenAI-compatible HTTP API (with retries), or a recording (offline replay)."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import grpc
+from ale_proto.errors import error_detail_of
+from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
+
+from ale_rock.proxy.records import load_records
+from ale_rock.proxy.toolcalls import parse_tool_calls
+
+
+class UpstreamError(Exception):
+    """The upstream failed; ``status`` is the HTTP status the agent gets."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Completion:
+    """One assistant reply plus everything the record needs."""
+
+    content: str | None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str = "stop"
+    """OpenAI finish reason: stop, length or tool_calls."""
+    prompt_token_ids: list[int] = field(default_factory=list)
+    completion_token_ids: list[int] = field(default_factory=list)
+    completion_logprobs: list[float] = field(default_factory=list)
+    policy_version: int = 0
+    stop_reason: str = "stop"
+    model: str = ""
+
+
+class Upstream(Protocol):
+    """Answers one OpenAI chat request. ``call_id`` prefixes tool-call ids."""
+
+    def complete(self, request: dict[str, Any], call_id: str) -> Completion: ...
+
+
+_STOP_NAMES = {
+    common_pb2.STOP_REASON_STOP: "stop",
+    common_pb2.STOP_REASON_LENGTH: "length",
+    common_pb2.STOP_REASON_TOOL_CALL: "tool_call",
+    common_pb2.STOP_REASON_TIMEOUT: "timeout",
+    common_pb2.STOP_REASON_ERROR: "error",
+    common_pb2.STOP_REASON_ABORTED: "aborted",
+}
+
+
+def _finish(tool_calls: list[Any], stop_reason: str) -> tuple[str, str]:
+    if tool_calls:
+        return "tool_calls", "tool_call"
+    return ("length", "length") if stop_reason == "length" else ("stop", stop_reason or "stop")
+
+
+class InferenceUpstream:
+    """ale-roll's InferenceService: ApplyChatTemplate once -> Generate on token ids -> Detokenize.
+
+    The prompt ids the model sees are exactly the ids recorded; the text is never re-tokenized.
+    """
+
+    def __init__(
+        self, target: str, model: str = "", timeout_s: float = 300.0, default_max_tokens: int = 512
+    ) -> None:
+        self.channel = grpc.insecure_channel(target)
+        self.stub = inference_pb2_grpc.InferenceServiceStub(self.channel)
+        self.model = model
+        self.timeout_s = timeout_s
+        self.default_max_tokens = default_max_tokens
+
+    def _rpc(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self.timeout_s)
+        except grpc.RpcError as e:
+            d = error_detail_of(e)
+            status = 400 if d.code == common_pb2.ERROR_CODE_INVALID_ARGUMENT else 503
+            raise UpstreamError(status, f"inference service: {d.message}") from None
+
+    def _sampling(self, req: dict[str, Any]) -> inference_pb2.SamplingParams:
+        stop = req.get("stop") or []
+        sp = inference_pb2.SamplingParams(
+            max_tokens=int(
+                req.get("max_completion_tokens") or req.get("max_tokens") or self.default_max_tokens
+            ),
+            temperature=float(req.get("temperature", 1.0) if req.get("temperature") is not None else 1.0),
+            top_p=float(req.get("top_p") or 0.0),
+            stop=[stop] if isinstance(stop, str) else list(stop),
+        )
+        if req.get("seed") is not None:
+            sp.seed = int(req["seed"])
+        return sp
+
+    def complete(self, request: dict[str, Any], call_id: str) -> Completion:
+        tools = request.get("tools") or []
+        templ = self._rpc(
+            self.stub.ApplyChatTemplate,
+            inference_pb2.ApplyChatTemplateRequest(
+                messages_json=json.dumps(request.get("messages", [])),
+                tools_json=json.dumps(tools) if tools else "",
+                add_generation_prompt=True,
+            ),
+        )
+        prompt_ids = list(templ.token_ids)
+        ids: list[int] = []
+        logprobs: list[float] = []
+        version, stop = 0, "stop"
+        gen = inference_pb2.GenerateRequest(prompt_token_ids=prompt_ids, sampling=self._sampling(request))
+        try:
+            for msg in self.stub.Generate(gen, timeout=self.timeout_s):
+                ids += msg.token_ids
+                logprobs += msg.logprobs
+                version = msg.policy_version or version
+                if msg.finished:
+                    stop = _STOP_NAMES.get(msg.stop_reason, "stop")
+        except grpc.RpcError as e:
+            raise UpstreamError(503, f"inference service: {error_detail_of(e).message}") from None
+        text = self._rpc(
+            self.stub.Detokenize, inference_pb2.DetokenizeRequest(token_ids=ids, skip_special_tokens=True)
+        ).text
+        content, calls = parse_tool_calls(text, call_id) if tools else (text, [])
+        finish, stop_reason = _finish(calls, stop)
+        return Completion(content, calls, finish, prompt_ids, ids, logprobs, version, stop_reason, self.model)
+
+
+class OpenAIUpstream:
+    """Any OpenAI-compatible HTTP API; retries 429 / 5xx / connection errors with exponential
+    backoff and jitter. Token ids are not available from such APIs; logprobs are kept if returned."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str = "",
+        model: str = "",
+        retries: int = 4,
+        backoff_s: float = 0.25,
+        timeout_s: float = 300.0,
+    ) -> None:
+        import httpx
+
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model, self.retries, self.backoff_s = model, retries, backoff_s
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(headers=headers, timeout=timeout_s)
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random()))
+            try:
+                r = self.client.post(self.url, json=body)
+            except httpx.HTTPError as e:
+                last = f"{type(e).__name__}: {e}"
+                continue
+            if r.status_code == 429 or r.status_code >= 500:
+                last = f"HTTP {r.status_code}: {r.text[:200]}"
+                continue
+            if r.status_code >= 400:
+                raise UpstreamError(r.status_code, r.text[:1000])
+            return r.json()  # type: ignore[no-any-return]
+        raise UpstreamError(502, f"upstream failed after {self.retries + 1} attempts: {last}")
+
+    def close(self) -> None:
+        """Release the HTTP client."""
+        self.client.close()
+
+    def complete(self, request: dict[str, Any], call_id: str) -> Completion:
+        body = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
+        if self.model:
+            body["model"] = self.model
+        data = self._post(body)
+        choice = (data.get("choices") or [{}])[0]
+        msg = choice.get("message") or {}
+        lps = ((choice.get("logprobs") or {}).get("content")) or []
+        calls = msg.get("tool_calls") or []
+        finish = choice.get("finish_reason") or "stop"
+        stop = {"tool_calls": "tool_call", "length": "length"}.get(finish, "stop")
+        return Completion(
+            msg.get("content"),
+            calls,
+            finish,
+            completion_logprobs=[float(x.get("logprob", 0.0)) for x in lps],
+            stop_reason=stop,
+            model=str(data.get("model", self.model)),
+        )
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """What identifies a call for replay: its messages and tools."""
+    return json.dumps([request.get("messages", []), request.get("tools") or []], sort_keys=True)
+
+
+class ReplayUpstream:
+    """Serves the recorded replies of a recording (a JSON-lines file of CallRecords), matched by the
+    request's messages and tools; identical requests are served in recorded order."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._queues: dict[str, deque[Any]] = defaultdict(deque)
+        for rec in load_records(path):
+            if not rec.error:
+                self._queues[request_key(rec.request)].append(rec)
+        self._lock = threading.Lock()
+
+    def complete(self, request: dict[str, Any], call_id: str) -> Completion:
+        with self._lock:
+            queue = self._queues.get(request_key(request))
+            if not queue:
+                raise UpstreamError(422, "the recording has no (more) calls with these messages and tools")
+            rec = queue.popleft()
+        msg = rec.response["choices"][0]["message"]
+        return Completion(
+            msg.get("content"),
+            msg.get("tool_calls") or [],
+            rec.response["choices"][0].get("finish_reason", "stop"),
+            rec.prompt_token_ids,
+            rec.completion_token_ids,
+            rec.completion_logprobs,
+            rec.policy_version,
+            rec.stop_reason,
+            str(rec.response.get("model", "")),
+        )

@@ -1,0 +1,1 @@
+"""The Rocklet: the door of each sandbox (exec, sessions, files, egress proxy)."""

@@ -1,0 +1,130 @@
+"""Read and write task directories; find the tasks under a root."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from ale_rock.tasks.models import Files, Task, TaskSpec
+
+TASK_FILE = "task.yaml"
+MAX_TASK_BYTES = 8 * 1024 * 1024  # tasks ship as package data; anything bigger is a mistake
+
+
+class TaskFormatError(ValueError):
+    """A task directory or ``task.yaml`` is malformed. The message names the file and the field."""
+
+    def __init__(self, path: Path | str, problems: list[str]) -> None:
+        self.path = Path(path)
+        self.problems = problems
+        super().__init__(f"{path}: " + "; ".join(problems))
+
+
+def _format_validation_error(err: ValidationError) -> list[str]:
+    problems = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        problems.append(f"field '{loc}': {e['msg']}")
+    return problems
+
+
+def parse_spec(text: str, source: Path | str = TASK_FILE) -> TaskSpec:
+    """Parse the text of a ``task.yaml``; raise :class:`TaskFormatError` naming every bad field."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise TaskFormatError(source, [f"invalid YAML: {e}"]) from None
+    if not isinstance(data, dict):
+        raise TaskFormatError(source, ["expected a mapping of fields at the top level"])
+    try:
+        return TaskSpec.model_validate(data)
+    except ValidationError as e:
+        raise TaskFormatError(source, _format_validation_error(e)) from None
+
+
+def _read_tree(root: Path) -> Files:
+    files: Files = {}
+    if not root.is_dir():
+        return files
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            files[p.relative_to(root).as_posix()] = p.read_bytes()
+    return files
+
+
+def load_task(path: Path | str) -> Task:
+    """Load a task directory (``task.yaml`` + ``setup/``, ``tests/``, ``solution/``)."""
+    root = Path(path)
+    spec_path = root / TASK_FILE
+    if not spec_path.is_file():
+        raise TaskFormatError(root, [f"no {TASK_FILE} in this directory"])
+    spec = parse_spec(spec_path.read_text(encoding="utf-8"), spec_path)
+    task = Task(
+        spec=spec,
+        setup=_read_tree(root / "setup"),
+        tests=_read_tree(root / "tests"),
+        solution=_read_tree(root / "solution"),
+        path=root,
+    )
+    problems = check_task_files(task)
+    if spec.dockerfile is not None and not (root / spec.dockerfile).is_file():
+        problems.append(f"field 'dockerfile': {spec.dockerfile} does not exist in the task dir")
+    if problems:
+        raise TaskFormatError(spec_path, problems)
+    return task
+
+
+def check_task_files(task: Task) -> list[str]:
+    """Structural checks that pydantic cannot do: required files exist and sizes are sane."""
+    problems = []
+    if not task.tests:
+        problems.append("tests/: no test files (the hidden tests are required)")
+    if not task.solution:
+        problems.append("solution/: no reference solution (solve.sh and/or files)")
+    size = sum(len(b) for part in (task.setup, task.tests, task.solution) for b in part.values())
+    if size > MAX_TASK_BYTES:
+        problems.append(f"task files total {size} bytes, over the {MAX_TASK_BYTES} limit")
+    return problems
+
+
+def write_task(task: Task, dest: Path | str) -> Path:
+    """Write a task as a directory (used by the generator and for authoring)."""
+    root = Path(dest)
+    root.mkdir(parents=True, exist_ok=True)
+    spec = task.spec.model_dump(mode="json", exclude_defaults=False)
+    (root / TASK_FILE).write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    for sub, files in (("setup", task.setup), ("tests", task.tests), ("solution", task.solution)):
+        for rel, data in files.items():
+            target = root / sub / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return root
+
+
+def iter_task_dirs(root: Path | str) -> Iterator[Path]:
+    """Every directory under ``root`` (or ``root`` itself) holding a ``task.yaml``, sorted."""
+    base = Path(root)
+    if (base / TASK_FILE).is_file():
+        yield base
+        return
+    for spec in sorted(base.rglob(TASK_FILE)):
+        yield spec.parent
+
+
+def builtin_suite_dir() -> Path:
+    """The directory of the built-in suite shipped in the package."""
+    return Path(__file__).parent / "suite"
+
+
+def load_suite(root: Path | str | None = None) -> list[Task]:
+    """Load every task under ``root`` (default: the built-in suite); ids must be unique."""
+    tasks = [load_task(d) for d in iter_task_dirs(root or builtin_suite_dir())]
+    seen: dict[str, Path | None] = {}
+    for t in tasks:
+        if t.id in seen:
+            raise TaskFormatError(t.path or t.id, [f"field 'id': duplicate id {t.id!r} (also in {seen[t.id]})"])
+        seen[t.id] = t.path
+    return tasks

@@ -1,0 +1,2 @@
+cp .ale_solution/dedupe.py dedupe.py
+python3 dedupe.py contacts.csv contacts_clean.csv

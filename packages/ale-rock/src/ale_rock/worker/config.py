@@ -1,0 +1,54 @@
+"""Configuration of a Worker process."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ale_rock.backends.base import Limits
+
+
+class WorkerConfig(BaseModel):
+    """Everything ``ale-rock worker`` needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str = "127.0.0.1:0"
+    """host:port to serve WorkerService and the RockletService proxy on (port 0 = a free port)."""
+    advertise_address: str = ""
+    """host:port the admin should dial; "" = the bound address."""
+    admin_address: str = ""
+    """host:port of the admin's WorkerRegistryService; "" = run standalone (no registration)."""
+    join_token: str = ""
+    """Join token sent as ``authorization: Bearer <token>`` to the admin."""
+    worker_id: str = Field(default_factory=socket.gethostname)
+    """Stable id of this worker."""
+    backend: Literal["local", "docker"] = "local"
+    """Sandbox backend."""
+    state_dir: Path = Path("/tmp/ale-worker")
+    """Where sandbox dirs, the egress socket and commits live (reaped at start-up)."""
+    cpu_millis: int = Field(default=0, ge=0)
+    """CPU offered to sandboxes in millicores; 0 = all cores of the machine."""
+    memory_bytes: int = Field(default=0, ge=0)
+    """Memory offered to sandboxes; 0 = the machine's total memory."""
+    max_sandboxes: int = Field(default=500, ge=1)
+    """Most sandboxes held at once."""
+    pool_size: int = Field(default=2, ge=0, le=64)
+    """Pre-started local sandboxes kept for fast creates."""
+    default_limits: Limits = Field(default_factory=Limits)
+    """Limits for request fields left at 0."""
+    model_proxy_address: str = ""
+    """host:port the reserved egress host "model-proxy" reaches; "" = none."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Scheduling labels reported to the admin."""
+    heartbeat_interval_s: float = Field(default=5.0, gt=0)
+    """Heartbeat interval until the admin names one."""
+    retry_interval_s: float = Field(default=2.0, gt=0)
+    """Wait between attempts to reach an admin that is down."""
+    cgroup: Literal["auto", "v1", "v2", "none"] = "auto"
+    """Limit mechanism of the local backend."""
+    kill_grace_s: float = Field(default=2.0, ge=0)
+    """Seconds a timed-out command gets between SIGTERM and SIGKILL."""

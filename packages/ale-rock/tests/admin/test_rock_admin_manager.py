@@ -1,0 +1,160 @@
+"""The lifecycle logic (SandboxManager) against an in-process fake WorkerClient: no gRPC, fast."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ale_rock.admin.config import AdminConfig
+from ale_rock.admin.errors import AdminError, Code
+from ale_rock.admin.manager import CreateRequest, SandboxManager
+from ale_rock.admin.state import State
+from ale_rock.admin.store import Store, WorkerRecord
+from ale_rock.admin.workers import CommitInfo
+
+
+class FakeWorker:
+    rocklet: Any = None
+    worker: Any = None
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.removed: list[str] = []
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def start(self, sandbox_id: str, namespace: str, spec: dict[str, Any], timeout: float) -> tuple[State, str]:
+        await self.gate.wait()
+        self.started.append(sandbox_id)
+        return (State.FAILED, "bad image") if spec.get("image") == "bad" else (State.RUNNING, "")
+
+    async def stop(self, sandbox_id: str, grace_ms: int, timeout: float) -> None:
+        pass
+
+    async def remove(self, sandbox_id: str, timeout: float) -> None:
+        self.removed.append(sandbox_id)
+
+    async def commit(self, sandbox_id: str, name: str, fmt: int, timeout: float) -> CommitInfo:
+        return CommitInfo(name, 1, "d")
+
+    async def close(self) -> None:
+        pass
+
+
+def _manager(tmp_path: Path, **cfg: Any) -> tuple[SandboxManager, dict[str, FakeWorker]]:
+    workers: dict[str, FakeWorker] = {}
+
+    def factory(address: str) -> FakeWorker:
+        return workers.setdefault(address, FakeWorker())
+
+    config = AdminConfig(db_path=tmp_path / "a.db", worker_lost_after_s=0.2, **cfg)
+    return SandboxManager(config, Store(config.db_path), factory), workers
+
+
+def _req(image: str = "", ttl: int = 3600, idle: int = 0) -> CreateRequest:
+    return CreateRequest(namespace="ns", spec={"image": image}, cpu_millis=100, memory_bytes=2**20,
+                         ttl_seconds=ttl, idle_timeout_s=idle)
+
+
+def _join(m: SandboxManager, wid: str, running: list[str] | None = None) -> list[str]:
+    return m.register_worker(WorkerRecord(id=wid, address=f"{wid}:1", cpu_millis=4000, memory_bytes=2**34,
+                                          max_sandboxes=0), running or [])
+
+
+def test_create_start_failure_heartbeat_failure_and_idempotency(tmp_path: Path) -> None:
+    async def main() -> None:
+        m, workers = _manager(tmp_path)
+        _join(m, "w")
+        ok = await m.create(_req(), wait=True)
+        assert ok.state == State.RUNNING and workers["w:1"].started == [ok.id]
+        bad = await m.create(_req("bad"), wait=True)
+        assert bad.state == State.FAILED and bad.message == "bad image" and bad.id in workers["w:1"].removed
+        r = _req()
+        r.request_id = "same"
+        first = await m.create(r, wait=True)
+        assert (await m.create(r, wait=True)).id == first.id
+        assert m.heartbeat("w", [(ok.id, State.FAILED, "rocklet died")])
+        assert m.get("ns", ok.id).state == State.FAILED and m.get("ns", ok.id).message == "rocklet died"
+        assert not m.heartbeat("unknown", [])
+        with pytest.raises(AdminError) as e:
+            m.get("other-ns", first.id)
+        assert e.value.code == Code.NOT_FOUND
+
+    asyncio.run(main())
+
+
+def test_delete_while_pending_reaps_on_the_worker(tmp_path: Path) -> None:
+    async def main() -> None:
+        m, workers = _manager(tmp_path)
+        _join(m, "w")
+        m.client("w")
+        workers["w:1"].gate.clear()  # hold the start
+        rec = await m.create(_req(), wait=False)
+        assert rec.state == State.PENDING
+        deleting = asyncio.ensure_future(m.delete("ns", rec.id))
+        await asyncio.sleep(0.05)
+        workers["w:1"].gate.set()
+        await deleting
+        assert m.get("ns", rec.id).state == State.DELETED and rec.id in workers["w:1"].removed
+
+    asyncio.run(main())
+
+
+def test_lost_worker_reregistration_and_ttl(tmp_path: Path) -> None:
+    async def main() -> None:
+        m, _ = _manager(tmp_path)
+        _join(m, "a")
+        a1 = await m.create(_req(), wait=True)
+        _join(m, "b")
+        await asyncio.sleep(0.3)
+        assert m.heartbeat("b", [])
+        await m.upkeep_once()
+        assert m.get("ns", a1.id).state == State.LOST and "heart" in m.get("ns", a1.id).message
+        assert not m.heartbeat("a", [])  # told to re-register
+        assert _join(m, "a", [a1.id]) == []  # a lost sandbox is not kept: the worker reaps it
+        short = await m.create(_req(ttl=1), wait=True)
+        await asyncio.sleep(1.1)
+        m.heartbeat("a", [])
+        m.heartbeat("b", [])
+        await m.upkeep_once()
+        await asyncio.sleep(0.05)
+        assert m.get("ns", short.id).state == State.DELETED
+
+    asyncio.run(main())
+
+
+def test_restart_recovers_and_fails_pending(tmp_path: Path) -> None:
+    async def main() -> None:
+        m, workers = _manager(tmp_path)
+        _join(m, "w")
+        running = await m.create(_req(), wait=True)
+        workers["w:1"].gate.clear()
+        pending = await m.create(_req(), wait=False)
+        m.store.close()
+        m2, _ = _manager(tmp_path)
+        m2.recover()
+        assert m2.get("ns", running.id).state == State.RUNNING
+        assert m2.get("ns", pending.id).state == State.FAILED
+        assert [w.id for w in m2.live_workers()] == ["w"]
+        # a restarted worker that no longer runs the sandbox gets it marked lost
+        assert _join(m2, "w", []) == []
+        assert m2.get("ns", running.id).state == State.LOST
+        await m.close()
+
+    asyncio.run(main())
+
+
+def test_idle_stop(tmp_path: Path) -> None:
+    async def main() -> None:
+        m, _ = _manager(tmp_path)
+        _join(m, "w")
+        rec = await m.create(_req(idle=1), wait=True)
+        m._last_active[rec.id] = time.time() - 5
+        await m.upkeep_once()
+        await asyncio.sleep(0.05)
+        assert m.get("ns", rec.id).state == State.STOPPED and "idle" in m.get("ns", rec.id).message
+
+    asyncio.run(main())

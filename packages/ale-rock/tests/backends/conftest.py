@@ -1,0 +1,115 @@
+"""Fixtures for real bubblewrap sandboxes: a local backend with an egress gateway, sandbox helpers,
+and a leak check (processes, mounts, dirs, cgroups)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
+from ale_rock.backends.base import Limits, SandboxConfig
+from ale_rock.backends.limits import CGROUP_ROOT
+from ale_rock.backends.local import LocalBackend, LocalBackendConfig
+from ale_rock.egress.gateway import EgressGateway
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None or os.geteuid() != 0,
+    reason="needs bubblewrap and root (tmpfs mounts, cgroups)",
+)
+
+
+class Box:
+    """A started sandbox and a stub to its Rocklet."""
+
+    def __init__(self, backend: LocalBackend, sandbox_id: str, socket: Path) -> None:
+        self.backend = backend
+        self.id = sandbox_id
+        self.channel = grpc.insecure_channel(f"unix:{socket}")
+        self.stub = rocklet_pb2_grpc.RockletServiceStub(self.channel)
+
+    def sh(self, command: str, timeout_ms: int = 20000, **spec: Any) -> Any:
+        req = rocklet_pb2.RockletServiceExecRequest(
+            spec=sandbox_pb2.ExecSpec(command=command, timeout_ms=timeout_ms, **spec)
+        )
+        return self.stub.Exec(req, timeout=timeout_ms / 1000 + 30).result
+
+
+def leaks(backend: LocalBackend) -> list[str]:
+    """Everything of the backend's state dir still alive: processes, mounts, dirs, cgroups."""
+    state = str(backend.config.state_dir.resolve())
+    found = []
+    for line in Path("/proc/mounts").read_text().splitlines():
+        if state in line:
+            found.append(f"mount {line.split()[1]}")
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if state in cmd:
+                found.append(f"process {pid}")
+    found += [f"dir {p}" for p in backend.sandboxes_dir.iterdir()]
+    for ctl in ("memory", "pids", "cpu"):
+        parent = CGROUP_ROOT / ctl / backend.cgroup_parent
+        if parent.is_dir():
+            found += [f"cgroup {c}" for c in parent.iterdir() if c.is_dir()]
+    return found
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EgressGateway]:
+    g = EgressGateway()
+    g.start(tmp_path_factory.mktemp("egress") / "egress.sock")
+    yield g
+    g.stop()
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory, gateway: EgressGateway) -> Iterator[LocalBackend]:
+    if shutil.which("bwrap") is None or os.geteuid() != 0:
+        pytest.skip("needs bubblewrap and root")
+    state = tmp_path_factory.mktemp("local-backend")
+    b = LocalBackend(
+        LocalBackendConfig(
+            state_dir=state, egress_socket=str(gateway.socket_path), pool_size=1, kill_grace_s=0.5
+        )
+    )
+    yield b
+    b.close()
+    assert leaks(b) == []
+
+
+@pytest.fixture
+def make_box(backend: LocalBackend, gateway: EgressGateway) -> Iterator[Any]:
+    made: list[str] = []
+
+    def make(limits: Limits | None = None, **config: Any) -> Box:
+        sid = f"t-{uuid.uuid4().hex[:8]}"
+        handle = backend.start(sid, SandboxConfig(limits=limits or Limits(), **config))
+        made.append(sid)
+        gateway.register(sid, handle.extra["egress_token"], [])
+        return Box(backend, sid, handle.rocklet_socket)
+
+    yield make
+    for sid in made:
+        backend.remove(sid)
+        gateway.forget(sid)
+
+
+@pytest.fixture
+def find_leaks() -> Any:
+    """The leak check, for tests that run their own backend."""
+    return leaks
+
+
+@pytest.fixture
+def box_for() -> Any:
+    """Wrap (backend, sandbox id, socket) of a test's own backend in a Box."""
+    return Box

@@ -1,0 +1,116 @@
+"""An agent in a real bubblewrap sandbox reaches the ModelProxy only through its worker's egress
+gateway (the reserved host ``model-proxy``), with its own episode's credential."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ale_rock.envs.sandbox import SdkProvider
+from ale_rock.envs.terminal import find_task
+from ale_rock.proxy import ModelProxyConfig, run_agent_episode, serve_model_proxy
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed"
+)
+
+
+class Echo(BaseHTTPRequestHandler):
+    """An OpenAI-compatible upstream that echoes the last user message."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        msg = {"role": "assistant", "content": "echo: " + body["messages"][-1]["content"]}
+        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+               "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]}  # fmt: skip
+        data = json.dumps(out).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+# The agent: one call with its own credential, then one with another episode's key (given to it in
+# a file) under its own episode's URL.
+AGENT = b"""
+import json, os, sys, urllib.error, urllib.request
+def chat(base, key, text):
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": text}]}).encode()
+    req = urllib.request.Request(base + "/chat/completions", data=body,
+                                 headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+    try:
+        return json.load(urllib.request.urlopen(req, timeout=30))["choices"][0]["message"]["content"]
+    except urllib.error.HTTPError as e:
+        return "HTTP %d" % e.code
+own = chat(os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"], "hello")
+other = json.load(open("other.json"))
+mixed = chat(os.environ["OPENAI_BASE_URL"], other["api_key"], "mix")
+print(json.dumps({"own": own, "mixed": mixed}))
+"""
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    # Agents see the proxy as http://model-proxy/...; the gateway maps that host to the proxy.
+    proxy = serve_model_proxy(ModelProxyConfig(public_base_url="http://model-proxy:80"))
+    proxy_hostport = proxy.http_url.removeprefix("http://")
+    workdir: Path = tmp_path_factory.mktemp("rock-proxy-sandbox")
+    argv = real_worker_argv({"model_proxy_address": proxy_hostport})
+    with LocalCluster(workers=1, workdir=workdir, worker_argv=argv) as cluster:
+        yield proxy, cluster, f"http://127.0.0.1:{upstream.server_address[1]}/v1"
+    proxy.stop(0)
+    upstream.shutdown()
+    upstream.server_close()
+
+
+def test_agent_in_sandbox_uses_only_its_own_episode(stack: Any) -> None:
+    import grpc
+    from ale_proto.v1 import model_proxy_pb2, model_proxy_pb2_grpc
+
+    proxy, cluster, upstream = stack
+    stub = model_proxy_pb2_grpc.ModelProxyServiceStub(grpc.insecure_channel(proxy.grpc_address))
+    other = stub.OpenEpisode(
+        model_proxy_pb2.OpenEpisodeRequest(
+            episode_id="other", sandbox_id="sb-other", upstream=model_proxy_pb2.UPSTREAM_KIND_OPENAI,
+            upstream_target=upstream, model="m",
+        ),
+        timeout=10,
+    )  # fmt: skip
+    provider = SdkProvider(cluster.address, cluster.api_key(), allow=("model-proxy",))
+    files = {
+        "agent.py": AGENT,
+        "other.json": json.dumps({"base_url": other.base_url, "api_key": other.api_key}).encode(),
+    }
+    result = run_agent_episode(
+        find_task("csv-sales-rollup"),
+        "python3 agent.py",
+        proxy_address=proxy.grpc_address,
+        provider=provider,
+        upstream="openai",
+        upstream_target=upstream,
+        model="m",
+        agent_files=files,
+        budget_s=60,
+    )
+    assert result.agent_exit_code == 0, result.agent_output
+    out = json.loads(result.agent_output.strip().splitlines()[-1])
+    assert out["own"] == "echo: hello"  # reached through the gateway, as model-proxy
+    assert out["mixed"] == "HTTP 403"  # another episode's key under this episode's URL
+    assert [r.request["messages"][-1]["content"] for r in result.records] == ["hello"]
+    assert proxy.proxy.book.get("other").records == []  # nothing was charged to the other episode
