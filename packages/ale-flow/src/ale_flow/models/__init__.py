@@ -1,0 +1,8 @@
+"""Model clients: the `Model` Protocol (`base`), the OpenAI-compatible client (`openai`), the
+scripted model (`scripted`) and the `<tool_call>` text format (`textcalls`)."""
+
+from __future__ import annotations
+
+from ale_flow.models.base import Model, ModelError
+
+__all__ = ["Model", "ModelError"]

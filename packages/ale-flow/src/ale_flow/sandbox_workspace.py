@@ -1,0 +1,111 @@
+"""`Workspace` over an ale-rock sandbox, through the ale-rock SDK (`pip install 'ale-flow[sandbox]'`).
+
+The same tools run unchanged: `exec` maps to `Sandbox.exec` (killed by exec id on interrupt),
+files to `read` / `write` / `ls`. The connection (admin address, API key) comes from the SDK's
+environment variables (`ALE_ROCK_ADDRESS`, `ALE_ROCK_API_KEY`) unless a client is passed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+import uuid
+from typing import Any
+
+from ale_flow.workspace import DirEntry, ExecResult, OutsideWorkspaceError
+
+
+def _sdk() -> Any:
+    try:
+        import ale_rock.sdk as sdk
+        import ale_rock.sdk.errors  # noqa: F401 - makes sdk.errors available
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise ImportError("sandbox workspaces need the ale-rock SDK: pip install 'ale-flow[sandbox]'") from e
+    return sdk
+
+
+def _os_error(err: Exception, path: str) -> OSError:
+    """Map the SDK's typed errors to the OSErrors tools already handle."""
+    code = getattr(err, "code", "")
+    text = str(err)
+    if code == "NOT_FOUND" or "no such file" in text:
+        return FileNotFoundError(2, "No such file or directory", path)
+    if "Is a directory" in text:
+        return IsADirectoryError(21, "Is a directory", path)
+    if "not a directory" in text:
+        return NotADirectoryError(20, "Not a directory", path)
+    if code == "PERMISSION_DENIED":
+        return PermissionError(13, text, path)
+    return OSError(text)
+
+
+class SandboxWorkspace:
+    """A directory (default /workspace) inside an ale-rock sandbox."""
+
+    def __init__(self, sandbox: Any, root: str = "/workspace") -> None:
+        self.sandbox = sandbox
+        self.root = posixpath.normpath(root)
+
+    @classmethod
+    def connect(cls, sandbox_id: str, root: str = "/workspace", client: Any = None) -> SandboxWorkspace:
+        """Attach to a running sandbox by id (`sandbox://ID` on the CLI)."""
+        return cls(_sdk().Sandbox.connect(sandbox_id, client=client), root)
+
+    def _abs(self, path: str) -> str:
+        full = posixpath.normpath(path if path.startswith("/") else f"{self.root}/{path}")
+        if full != self.root and not full.startswith(self.root + "/"):
+            raise OutsideWorkspaceError(f"path {path!r} is outside the workspace {self.root}")
+        return full
+
+    def exec(self, command: str, timeout: float, cwd: str = ".", cancel: threading.Event | None = None) -> ExecResult:
+        exec_id = f"flow-{uuid.uuid4().hex[:12]}"
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["res"] = self.sandbox.exec(["bash", "-c", command], cwd=self._abs(cwd), timeout=timeout, exec_id=exec_id)
+            except Exception as e:
+                box["err"] = e
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        interrupted = False
+        while worker.is_alive():
+            worker.join(0.05)
+            if cancel is not None and cancel.is_set() and not interrupted:
+                interrupted = True
+                try:
+                    self.sandbox.signal(exec_id=exec_id, signal=9)
+                except Exception:  # noqa: S110 - the command may have just finished
+                    pass
+        if "err" in box:
+            return ExecResult(-1, f"sandbox exec failed: {box['err']}", interrupted=interrupted)
+        res = box["res"]
+        out = (res.stdout_bytes + res.stderr_bytes).decode("utf-8", errors="replace")
+        timed_out = res.end_reason in ("timeout", "idle_timeout")
+        return ExecResult(res.exit_code, out, timed_out, interrupted or res.end_reason == "interrupted")
+
+    def read_bytes(self, path: str) -> bytes:
+        full = self._abs(path)
+        try:
+            return bytes(self.sandbox.read(full))
+        except _sdk().errors.SandboxError as e:
+            raise _os_error(e, path) from None
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        full = self._abs(path)
+        try:
+            self.sandbox.write(full, data)
+        except _sdk().errors.SandboxError as e:
+            raise _os_error(e, path) from None
+
+    def list_dir(self, path: str) -> list[DirEntry]:
+        full = self._abs(path)
+        try:
+            entries = self.sandbox.ls(full)
+        except _sdk().errors.SandboxError as e:
+            raise _os_error(e, path) from None
+        return [
+            DirEntry(posixpath.basename(e.path.rstrip("/")), e.is_dir, e.size, e.modify_time.timestamp() if e.modify_time else 0.0)
+            for e in entries
+        ]
