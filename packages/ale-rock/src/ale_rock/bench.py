@@ -76,6 +76,18 @@ def _docker_image(wanted: str) -> str | None:
     return preferred[0] if preferred else None
 
 
+def _containers(worker_id: str) -> int:
+    """Containers the bench's worker left on the Docker engine (labelled by the docker backend)."""
+    if shutil.which("docker") is None:
+        return 0
+    try:
+        out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=ale.worker={worker_id}"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return len(out.stdout.split()) if out.returncode == 0 else 0
+
+
 def _leftovers(marker: str) -> dict[str, int]:
     procs = 0
     for entry in os.listdir("/proc"):
@@ -172,6 +184,8 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     while sum(left.values()) and time.monotonic() < deadline:
         time.sleep(0.2)
         left = _leftovers(marker)
+    if cfg.backend == "docker":
+        left["containers"] = _containers("bench")
     result["leaked"] = sum(left.values())
     result["leaked_detail"] = left
     result["failures"] = len(failures)

@@ -15,10 +15,15 @@ import typer
 if TYPE_CHECKING:
     from ale_rock.sdk.client import Client
 
+from ale_rock.envhub.cli import app as _envhub_app  # noqa: E402  (light: imports inside commands)
+from ale_rock.tasks.cli import app as _tasks_app  # noqa: E402
+
 app = typer.Typer(help="ALE's sandbox manager.", no_args_is_help=True, add_completion=False)
 sandbox_app = typer.Typer(help="Manage sandboxes through an admin (ALE_ROCK_ADDRESS, ALE_ROCK_API_KEY).",
                           no_args_is_help=True)
 app.add_typer(sandbox_app, name="sandbox")
+app.add_typer(_tasks_app, name="tasks")
+app.add_typer(_envhub_app, name="envhub")
 
 AddressOpt = Annotated[str | None, typer.Option("--address", "-a", help="Admin host:port (env ALE_ROCK_ADDRESS).")]
 KeyOpt = Annotated[str | None, typer.Option("--api-key", "-k", help="API key (env ALE_ROCK_API_KEY).")]

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from ale_rock.sdk.cluster import LocalCluster
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed")
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:

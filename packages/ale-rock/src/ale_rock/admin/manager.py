@@ -78,6 +78,9 @@ class SandboxManager:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._starts: dict[str, asyncio.Task[None]] = {}
         self._cleaning: set[str] = set()
+        # Read-through cache of live records: the manager is the store's only writer, so it stays
+        # coherent, and the exec hot path skips an SQLite read and a JSON parse.
+        self._records: dict[str, SandboxRecord] = {}
 
     # -- recovery ----------------------------------------------------------------------------
     def recover(self) -> None:
@@ -122,6 +125,10 @@ class SandboxManager:
         self.store.update_sandbox(sandbox_id, state=new, message=message, **changes)
         updated = self.store.get_sandbox(sandbox_id)
         assert updated is not None
+        if new == State.DELETED:
+            self._records.pop(sandbox_id, None)
+        else:
+            self._records[sandbox_id] = updated
         log.info("sandbox state", extra={"sandbox_id": sandbox_id, "from": previous.value, "to": new.value,
                                          "detail": message})
         if new not in ACTIVE:
@@ -150,7 +157,11 @@ class SandboxManager:
 
     # -- lookups -----------------------------------------------------------------------------
     def get(self, namespace: str, sandbox_id: str) -> SandboxRecord:
-        rec = self.store.get_sandbox(sandbox_id)
+        rec = self._records.get(sandbox_id)
+        if rec is None:
+            rec = self.store.get_sandbox(sandbox_id)
+            if rec is not None and rec.state != State.DELETED:
+                self._records[sandbox_id] = rec
         if rec is None or rec.namespace != namespace:
             raise not_found(sandbox_id)
         return rec
@@ -200,6 +211,7 @@ class SandboxManager:
             create_time=now, update_time=now,
         )
         self.store.insert_sandbox(rec)
+        self._records[rec.id] = rec
         self._notify(Change(rec, None))
         task = asyncio.get_running_loop().create_task(self._start(rec))
         self._starts[rec.id] = task
@@ -292,6 +304,8 @@ class SandboxManager:
 
     def update_spec(self, sandbox_id: str, spec: dict[str, Any]) -> None:
         self.store.update_sandbox(sandbox_id, spec=json.dumps(spec))
+        if (rec := self.store.get_sandbox(sandbox_id)) is not None:
+            self._records[sandbox_id] = rec
 
     # -- workers -----------------------------------------------------------------------------
     def register_worker(self, w: WorkerRecord, running: list[str]) -> list[str]:
