@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,11 +36,12 @@ def run_ale(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess
 
 
 @pytest.fixture()
-def runs_root() -> Iterator[Path]:
-    # A short path: sandbox sockets live under the run dir and Unix socket paths are capped at 108 bytes.
-    root = Path(tempfile.mkdtemp(prefix="ale-up-", dir="/tmp"))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+def runs_root(tmp_path: Path) -> Path:
+    # Deliberately deep: sandbox sockets live under the run dir, and Unix socket paths are capped
+    # at 108 bytes, so this checks that the worker copes with a long state dir.
+    root = tmp_path / ("deep-" * 8) / "runs"
+    root.mkdir(parents=True)
+    return root
 
 
 @pytest.fixture()
