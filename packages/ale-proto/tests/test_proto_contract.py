@@ -9,9 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from google.protobuf import descriptor_pool
-
 from ale_proto import codegen
+from google.protobuf import descriptor_pool
 
 PKG = Path(__file__).resolve().parents[1]
 PROTO_ROOT = PKG / "proto"

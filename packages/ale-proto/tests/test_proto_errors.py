@@ -6,7 +6,6 @@ from concurrent import futures
 
 import grpc
 import pytest
-
 from ale_proto import errors
 from ale_proto.v1 import common_pb2, trainer_pb2, trainer_pb2_grpc
 
