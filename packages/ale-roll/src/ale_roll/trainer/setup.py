@@ -1,0 +1,110 @@
+"""Build the policy's model directory, tokenizer and engines from a RunConfig.
+
+Backends are imported lazily by name, so a torch + HF run never imports deepspeed or vllm.
+`word_vocab` gives a tiny model a word-level tokenizer (one token per word, so every game action is
+one token — what made RL learn on a CPU, see ENVIRONMENT.md); the embedding is resized to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ale_roll.config import RunConfig
+from ale_roll.engines.base import InferenceEngine, TrainEngine
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def word_tokenizer(words: list[str]) -> Any:
+    """A word-level transformers tokenizer: ChatML specials (ids 0–2), `[UNK]`, then `words`."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab: dict[str, int] = {}
+    for w in [*SPECIAL_TOKENS, "[UNK]", *words]:
+        vocab.setdefault(w, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.add_special_tokens(SPECIAL_TOKENS)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   unk_token="[UNK]", clean_up_tokenization_spaces=False)
+
+
+def prepare_model_dir(cfg: RunConfig) -> Path:
+    """The model directory: `model.path`, or a tiny random-init model built once under output_dir."""
+    if cfg.model.path is not None:
+        return cfg.resolve(cfg.model.path) if not Path(cfg.model.path).exists() else Path(cfg.model.path)
+    out = Path(cfg.output_dir) / "init_model"
+    if (out / "config.json").exists():
+        return out
+    from ale_roll.models import build_tiny_model, load_model, save_model
+
+    tmp = out.with_name("init_model.tmp")
+    build_tiny_model(tmp, cfg.model.tiny)
+    if cfg.model.word_vocab is not None:
+        model, _ = load_model(tmp)
+        tok = word_tokenizer(cfg.model.word_vocab)
+        model.resize_token_embeddings(len(tok))
+        save_model(model, tok, tmp)
+    tmp.rename(out)
+    return out
+
+
+@dataclass
+class Policy:
+    """The engines of one run."""
+
+    model_dir: Path
+    tokenizer: Any
+    train: TrainEngine
+    inference: InferenceEngine
+
+    @property
+    def pad_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return int(pad if pad is not None else 0)
+
+
+def _train_engine(cfg: RunConfig, model_dir: Path) -> TrainEngine:
+    from ale_roll.engines.torch_engine import OptimConfig
+    from ale_roll.models import load_model
+
+    model, _ = load_model(model_dir, dtype=cfg.model.dtype, device=cfg.engine.device)
+    o = cfg.optimizer
+    optim = OptimConfig(lr=o.lr, weight_decay=o.weight_decay, grad_clip=o.grad_clip)
+    if cfg.engine.train == "torch":
+        from ale_roll.engines.torch_engine import TorchTrainEngine
+
+        return TorchTrainEngine(model, optim, device=cfg.engine.device)
+    try:
+        from ale_roll.engines.deepspeed_engine import DeepSpeedConfig, DeepSpeedTrainEngine
+    except ImportError as e:
+        raise RuntimeError(f"engine.train=deepspeed needs ale-roll[deepspeed]: {e}") from e
+    ds = DeepSpeedConfig(zero_stage=cfg.engine.zero_stage, precision="bf16" if cfg.model.dtype == "bfloat16" else "fp32",
+                         optim=optim)
+    return DeepSpeedTrainEngine(model, ds)
+
+
+def _inference_engine(cfg: RunConfig, model_dir: Path) -> InferenceEngine:
+    if cfg.engine.inference_address:
+        from ale_roll.engines.inference_client import InferenceClient
+
+        client: InferenceEngine = InferenceClient(cfg.engine.inference_address, timeout_s=cfg.rollout.generate_timeout_s)
+        return client
+    if cfg.engine.inference == "vllm":
+        from ale_roll.engines.vllm_engine import VLLMInferenceEngine
+
+        return VLLMInferenceEngine(model_dir)
+    from ale_roll.engines.hf_engine import HFInferenceEngine
+
+    return HFInferenceEngine.from_pretrained(model_dir, dtype=cfg.model.dtype, device=cfg.engine.device)
+
+
+def build_policy(cfg: RunConfig) -> Policy:
+    """Model directory, tokenizer, train engine and inference engine for `cfg`."""
+    from ale_roll.models import load_tokenizer
+
+    model_dir = prepare_model_dir(cfg)
+    return Policy(model_dir, load_tokenizer(model_dir), _train_engine(cfg, model_dir), _inference_engine(cfg, model_dir))

@@ -1,0 +1,64 @@
+"""Masked SFT on a trajectories JSONL (the `ale-roll sft` command).
+
+Each line is a `Trajectory.to_dict()` (or a `{"seed", "actions"}` demo replayed through the
+configured env). The loss is `algorithms.sft` (Eq. 1–2): turns flagged `error` or not `relevant`
+get no loss and do not count in the normalizer. Writes `sft_metrics.jsonl` and the trained model
+(safetensors, loadable as `model.path`) to `<output_dir>/sft_model`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ale_roll.config import RunConfig
+from ale_roll.metrics import MetricsLogger
+from ale_roll.rollout.formatting import ChatFormat
+from ale_roll.rollout.replay import load_trajectories
+from ale_roll.trainer.setup import Policy, build_policy
+from ale_roll.trainer.step import set_lr, train_step
+
+
+def run_sft(cfg: RunConfig, policy: Policy | None = None, env_factory: Callable[[], Any] | None = None,
+            on_step: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """`sft.steps` masked-SFT steps on `sft.data`; returns the last metrics and the model directory."""
+    if cfg.sft.data is None:
+        raise ValueError("sft.data is not set")
+    policy = policy or build_policy(cfg)
+    fmt = ChatFormat(policy.tokenizer, cfg.rollout.system_prompt, cfg.rollout.observation_template)
+    if env_factory is None and _has_demos(cfg.resolve(cfg.sft.data)):
+        from ale_roll.controller import make_env_factory
+
+        env_factory = make_env_factory(cfg.env, cfg.rollout.env_timeout_s)
+    trajs = load_trajectories(cfg.resolve(cfg.sft.data), env_factory, fmt)
+    if not trajs:
+        raise ValueError(f"{cfg.sft.data}: no trajectories")
+    out = Path(cfg.output_dir)
+    log = MetricsLogger(out, tensorboard=cfg.metrics.tensorboard, filename="sft_metrics.jsonl")
+    set_lr(policy.train, cfg.sft.lr)
+    rng = random.Random(cfg.seed)
+    metrics: dict[str, Any] = {}
+    try:
+        for step in range(1, cfg.sft.steps + 1):
+            batch = rng.sample(trajs, min(cfg.sft.batch_size, len(trajs)))
+            metrics = train_step(policy.train, batch, "sft", pad_id=policy.pad_id)
+            log.log(step, metrics)
+            if on_step is not None:
+                on_step(step, metrics)
+    finally:
+        log.close()
+    model_dir = out / "sft_model"
+    model = getattr(policy.train, "model", None)
+    if model is not None:
+        from ale_roll.models import save_model
+
+        save_model(model, policy.tokenizer, model_dir)
+    return {"steps": cfg.sft.steps, "trajectories": len(trajs), "last": metrics,
+            "model_dir": str(model_dir) if model is not None else None, "metrics": str(log.path)}
+
+
+def _has_demos(path: Path) -> bool:
+    first = next((line for line in path.read_text().splitlines() if line.strip()), "")
+    return '"actions"' in first

