@@ -8,6 +8,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from ale_rock.envhub.docker_build import DockerBuildConfig
+
 
 class ResourceSpec(BaseModel):
     """A set of sandbox resources (used for defaults and maxima)."""
@@ -57,6 +59,41 @@ class TLSConfig(BaseModel):
     """Certificate chain."""
     key_file: Path
     """Private key."""
+
+
+class AdminEnvsConfig(BaseModel):
+    """The EnvService (gem API) hosted on the Admin's port, with the Admin's API keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Serve EnvService on the Admin's port."""
+    max_envs: int = Field(default=1024, ge=1)
+    """Environments held at once (all namespaces); Make beyond it is RESOURCE_EXHAUSTED."""
+    max_action_bytes: int = Field(default=65536, ge=1)
+    """Largest action accepted by Step (INVALID_ARGUMENT beyond)."""
+    step_timeout_s: float = Field(default=300.0, gt=0)
+    """Default per-call limit of Reset/Step (Make's step_timeout_ms overrides)."""
+    episode_budget_s: float = Field(default=3600.0, gt=0)
+    """Default wall-clock budget of an episode (Make's episode_budget_s overrides)."""
+    reap_interval_s: float = Field(default=1.0, gt=0)
+    """How often environments past their budget are reclaimed."""
+    sandbox_namespace: str = "ale-envs"
+    """Namespace owning the sandboxes of sandbox-backed environments (``task:…``); the Admin
+    creates them through its own SandboxService with an internal key, so quotas apply."""
+    sandbox_image: str = ""
+    """Image of those sandboxes ("" is the backend default; an EnvHub spec name works too)."""
+
+
+class AdminEnvHubConfig(BaseModel):
+    """The EnvHubService hosted on the Admin's port, with the Admin's API keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    db_path: Path | None = None
+    """The registry's SQLite file; None puts it beside the Admin's ``db_path`` (``<db>.envhub.db``)."""
+    docker: DockerBuildConfig = Field(default_factory=DockerBuildConfig)
+    """The docker builder."""
 
 
 class AdminConfig(BaseModel):
@@ -110,6 +147,11 @@ class AdminConfig(BaseModel):
     """Optional TLS for the Admin's port."""
     grace_period_s: float = Field(default=5.0, ge=0)
     """On SIGTERM: how long in-flight calls may finish."""
+    envs: AdminEnvsConfig = Field(default_factory=AdminEnvsConfig)
+    """EnvService on the Admin's port (on by default; ``envs: {enabled: false}`` turns it off)."""
+    envhub: AdminEnvHubConfig | None = Field(default_factory=AdminEnvHubConfig)
+    """EnvHubService on the Admin's port (None turns it off). While on, a SandboxSpec.image that
+    names a registered spec ("name" or "name:version") starts from that spec's docker build."""
 
     @classmethod
     def load(cls, path: Path | str | None = None, **overrides: object) -> AdminConfig:

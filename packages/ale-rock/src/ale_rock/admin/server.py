@@ -1,19 +1,24 @@
-"""The Admin process: SandboxService + WorkerRegistryService (+ health, reflection) on one port."""
+"""The Admin process: SandboxService + WorkerRegistryService (+ EnvService, EnvHubService, health,
+reflection) on one port."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 from ale_proto.serving import add_standard_services
-from ale_proto.v1 import sandbox_pb2, sandbox_pb2_grpc, worker_pb2, worker_pb2_grpc
+from ale_proto.v1 import env_pb2, env_pb2_grpc, sandbox_pb2, sandbox_pb2_grpc, worker_pb2, worker_pb2_grpc
 
 from ale_rock.admin.auth import Authenticator
 from ale_rock.admin.config import AdminConfig
+from ale_rock.admin.envs import AdminEnvServicer, SelfAddress, envhub_db_path, make_env_host
 from ale_rock.admin.manager import SandboxManager
 from ale_rock.admin.registry_service import WorkerRegistryServicer
 from ale_rock.admin.service import SandboxServicer
@@ -26,6 +31,8 @@ SERVICE_NAMES = [
     sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"].full_name,
     worker_pb2.DESCRIPTOR.services_by_name["WorkerRegistryService"].full_name,
 ]
+ENV_SERVICE_NAME = env_pb2.DESCRIPTOR.services_by_name["EnvService"].full_name
+ENVHUB_SERVICE_NAME = env_pb2.DESCRIPTOR.services_by_name["EnvHubService"].full_name
 
 
 @dataclass
@@ -37,14 +44,30 @@ class RunningAdmin:
     port: int
     health: object
     upkeep: asyncio.Task[None]
+    service_names: list[str] = field(default_factory=lambda: list(SERVICE_NAMES))
+    env_host: Any = None
+    """The hosted EnvService's :class:`~ale_rock.envs.host.EnvHost` (None when off)."""
+    envhub: Any = None
+    """The hosted :class:`~ale_rock.envhub.hub.EnvHub` (None when off)."""
+    executor: ThreadPoolExecutor | None = None
 
     async def stop(self, grace: float = 5.0) -> None:
         from grpc_health.v1 import health_pb2
 
-        for name in ["", *SERVICE_NAMES]:
+        for name in ["", *self.service_names]:
             self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)  # type: ignore[attr-defined]
+        if self.env_host is not None:
+            # Closing envs deletes their sandboxes through this Admin's port: before it closes.
+            # Bounded: sandboxes whose delete does not finish in time are reclaimed by their TTL.
+            closing = asyncio.get_running_loop().run_in_executor(None, self.env_host.shutdown)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(closing, timeout=grace + 5.0)
         self.upkeep.cancel()
         await self.server.stop(grace)
+        if self.envhub is not None:
+            self.envhub.registry.close()
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)
         await self.manager.close()
         self.manager.store.close()
 
@@ -54,11 +77,30 @@ async def start_admin(config: AdminConfig) -> RunningAdmin:
     store = Store(config.db_path)
     manager = SandboxManager(config, store, GrpcWorkerClient)
     manager.recover()
-    auth = Authenticator(config.api_keys, config.join_token)
-    server = grpc.aio.server(options=CHANNEL_OPTIONS)
-    sandbox_pb2_grpc.add_SandboxServiceServicer_to_server(SandboxServicer(manager, auth), server)
+    me = SelfAddress(config)
+    keys = dict(config.api_keys)
+    if config.envs.enabled:
+        keys[me.key] = config.envs.sandbox_namespace
+    auth = Authenticator(keys, config.join_token)
+    # EnvService/EnvHubService are synchronous servicers: grpc.aio runs them in this pool.
+    executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="admin-sync-rpc")
+    server = grpc.aio.server(options=CHANNEL_OPTIONS, migration_thread_pool=executor)
+    names = list(SERVICE_NAMES)
+    hub = None
+    if config.envhub is not None:
+        from ale_rock.envhub.service import EnvHubConfig, add_envhub_service
+
+        hub_cfg = EnvHubConfig(db_path=envhub_db_path(config), docker=config.envhub.docker)
+        hub = add_envhub_service(server, hub_cfg, authorize=auth.namespace_of)
+        names.append(ENVHUB_SERVICE_NAME)
+    env_host = None
+    if config.envs.enabled:
+        env_host = make_env_host(config, me)
+        env_pb2_grpc.add_EnvServiceServicer_to_server(AdminEnvServicer(env_host, auth), server)
+        names.append(ENV_SERVICE_NAME)
+    sandbox_pb2_grpc.add_SandboxServiceServicer_to_server(SandboxServicer(manager, auth, hub), server)
     worker_pb2_grpc.add_WorkerRegistryServiceServicer_to_server(WorkerRegistryServicer(manager, auth), server)
-    health = add_standard_services(server, SERVICE_NAMES)
+    health = add_standard_services(server, names)
     address = f"{config.host}:{config.port}"
     if config.tls is not None:
         creds = grpc.ssl_server_credentials(
@@ -67,11 +109,12 @@ async def start_admin(config: AdminConfig) -> RunningAdmin:
         port = server.add_secure_port(address, creds)
     else:
         port = server.add_insecure_port(address)
+    me.port = port
     await server.start()
     upkeep = asyncio.get_running_loop().create_task(manager.run_upkeep())
     log.info("admin serving", extra={"address": f"{config.host}:{port}", "db": str(config.db_path),
                                      "tls": config.tls is not None})
-    return RunningAdmin(server, manager, port, health, upkeep)
+    return RunningAdmin(server, manager, port, health, upkeep, names, env_host, hub, executor)
 
 
 async def serve_admin_async(config: AdminConfig, on_ready: Callable[[int], None] | None = None) -> None:

@@ -26,9 +26,25 @@ from ale_rock.admin.state import State
 class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
     """The client-facing API. Every call is authenticated and scoped to the key's namespace."""
 
-    def __init__(self, manager: SandboxManager, auth: Authenticator) -> None:
+    def __init__(self, manager: SandboxManager, auth: Authenticator, hub: Any = None) -> None:
         self.m = manager
         self.auth = auth
+        self.hub = hub  # an EnvHub: images naming a registered spec resolve to its docker build
+
+    def _resolve_image(self, spec: sandbox_pb2.SandboxSpec) -> bool:
+        """Replace an image naming an EnvHub spec by its build; True when it did."""
+        if self.hub is None or not spec.image or backend_name(spec.backend) not in ("", "docker"):
+            return False
+        from ale_rock.envhub.hub import HubError
+
+        try:
+            artifact = self.hub.resolve_image(spec.image, "docker")
+        except HubError as e:
+            raise invalid("spec.image", f"{spec.image!r} names an EnvHub spec: {e.message}") from None
+        if not artifact:
+            return False
+        spec.image = artifact
+        return True
 
     def _ns(self, context: Any) -> str:
         return self.auth.namespace_of(context.invocation_metadata())
@@ -38,7 +54,7 @@ class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
         ns = self._ns(context)
         v.request_id(request.request_id)
         spec = v.create_spec(request.spec, self.m.config)
-        if not self.m.is_known_image(spec.image):
+        if not self._resolve_image(spec) and not self.m.is_known_image(spec.image):
             raise invalid("spec.image", f"unknown image {spec.image!r}")
         rec = await self.m.create(
             CreateRequest(

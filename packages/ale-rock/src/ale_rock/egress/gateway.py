@@ -3,6 +3,10 @@
 One gRPC server on one Unix socket serves all sandboxes of a worker; the socket is bound into each
 sandbox, and a per-sandbox token (metadata ``ale-egress-token``, readable only inside that
 sandbox) tells the gateway which sandbox is calling and therefore which policy applies.
+
+Connections to the reserved host ``model-proxy`` carry HTTP to the ModelProxy: on those the
+gateway stamps each request with the calling sandbox's id (:mod:`ale_rock.egress.httpstamp`), so
+the proxy can hold every episode credential to the sandbox it was issued for.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import grpc
 from ale_proto.errors import make_error
 from ale_proto.v1 import common_pb2, rocklet_pb2, rocklet_pb2_grpc
 
+from ale_rock.egress.httpstamp import HttpFramingError, SandboxHeaderStamper
 from ale_rock.egress.policy import Rule, SafetyLog, decide
 
 TOKEN_METADATA_KEY = "ale-egress-token"
@@ -127,7 +132,16 @@ class EgressGateway(rocklet_pb2_grpc.EgressServiceServicer):
             return
         sock.settimeout(None)
         yield rocklet_pb2.ConnectResponse(connected=True)
-        threading.Thread(target=_pump_up, args=(request_iterator, sock), daemon=True).start()
+        if host == MODEL_PROXY_HOST:
+            stamper = SandboxHeaderStamper(sandbox_id)
+
+            def refused(reason: str) -> None:
+                self.safety.record(sandbox_id, "egress_blocked", command, f"{host}:{port}: {reason}")
+
+            args: tuple[Any, ...] = (request_iterator, sock, stamper, refused)
+            threading.Thread(target=_pump_up_stamped, args=args, daemon=True).start()
+        else:
+            threading.Thread(target=_pump_up, args=(request_iterator, sock), daemon=True).start()
         try:
             while True:
                 try:
@@ -146,6 +160,27 @@ def _pump_up(request_iterator: Iterator[Any], sock: socket.socket) -> None:
         for req in request_iterator:
             if req.data:
                 sock.sendall(req.data)
+    except (OSError, grpc.RpcError, ValueError):
+        pass
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_WR)
+
+
+def _pump_up_stamped(
+    request_iterator: Iterator[Any], sock: socket.socket, stamper: SandboxHeaderStamper, refused: Any
+) -> None:
+    """Like :func:`_pump_up`, through the stamper; a request it cannot frame ends the connection."""
+    try:
+        for req in request_iterator:
+            if req.data:
+                out = stamper.feed(req.data)
+                if out:
+                    sock.sendall(out)
+    except HttpFramingError as e:
+        refused(f"unframeable HTTP to the model proxy: {e}")
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        return
     except (OSError, grpc.RpcError, ValueError):
         pass
     with contextlib.suppress(OSError):

@@ -51,9 +51,12 @@ class RemoteEnv:
         episode_budget_s: float = 0,
         rpc_timeout_s: float = 120.0,
         channel: grpc.Channel | None = None,
+        api_key: str = "",
         **kwargs: Any,
     ) -> None:
         self.env_id = env_id
+        # The Admin-hosted EnvService authenticates like SandboxService (a standalone one ignores it).
+        self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else None
         self._own_channel = channel is None
         self._channel = channel or grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
         self._stub = env_pb2_grpc.EnvServiceStub(self._channel)
@@ -67,7 +70,7 @@ class RemoteEnv:
 
     def _call(self, method: Any, request: Any) -> Any:
         try:
-            return method(request, timeout=self._timeout)
+            return method(request, timeout=self._timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise typed_error(e) from None
 
@@ -91,7 +94,7 @@ class RemoteEnv:
             return
         self._closed = True
         try:
-            self._stub.Close(env_pb2.CloseRequest(env_handle=self.handle), timeout=self._timeout)
+            self._stub.Close(env_pb2.CloseRequest(env_handle=self.handle), timeout=self._timeout, metadata=self._metadata)
         except grpc.RpcError:
             pass  # the server may be gone; its reaper reclaims the env
         if self._own_channel:
