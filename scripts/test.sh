@@ -29,6 +29,12 @@ if docker info >/dev/null 2>&1; then
   bash scripts/build_base_image.sh
 fi
 
+# DeepSpeed JIT-builds its ops once into this cache. A build killed midway leaves a `lock` file that
+# makes every later build wait forever; no build runs before this point, so stale locks can go.
+export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-$HOME/.cache/ale-torch-extensions}
+mkdir -p "$TORCH_EXTENSIONS_DIR"
+find "$TORCH_EXTENSIONS_DIR" -name lock -type f -delete 2>/dev/null || true
+
 step "ruff"
 $V/ruff check .
 step "mypy"
