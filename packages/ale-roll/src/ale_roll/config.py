@@ -99,6 +99,10 @@ class RolloutConfig(_Section):
     """Text placed before the first observation."""
     observation_template: str = "{observation}\n"
     """How an observation is written into the context; `{observation}` is replaced."""
+    observation_rewrite: list[tuple[str, str]] = Field(default_factory=list)
+    """(regex, replacement) pairs applied in order to every observation before the template (`re.sub`)."""
+    env_threads: bool = True
+    """Run env calls on threads with a timeout; false calls in-process envs inline (cheap games only)."""
     max_batch: int = Field(default=64, ge=1)
     """Largest generation micro-batch (in-process engines)."""
     batch_window_ms: float = Field(default=2.0, ge=0)

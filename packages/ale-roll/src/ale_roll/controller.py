@@ -82,7 +82,7 @@ class Controller:
             torch.set_num_threads(cfg.engine.torch_threads)
         self.policy = policy or build_policy(cfg)
         r = cfg.rollout
-        self.fmt = ChatFormat(self.policy.tokenizer, r.system_prompt, r.observation_template)
+        self.fmt = ChatFormat(self.policy.tokenizer, r.system_prompt, r.observation_template, r.observation_rewrite)
         self.env_factory = env_factory or make_env_factory(cfg.env, r.env_timeout_s)
         self.buffer = SampleBuffer(BufferConfig(async_ratio=r.async_ratio, group_size=r.group_size),
                                    version=self.policy.train.policy_version)
@@ -90,7 +90,8 @@ class Controller:
                                            window_s=r.batch_window_ms / 1000, timeout_s=r.generate_timeout_s)
         self.params = SamplingParams(max_tokens=r.max_new_tokens, temperature=r.temperature)
         self.runner = EpisodeRunner(self.env_factory, self.generator, self.fmt, self.params, r.max_turns,
-                                    r.env_timeout_s, r.reward_timeout_s, reward_fn or load_reward_fn(r.reward_fn))
+                                    r.env_timeout_s, r.reward_timeout_s, reward_fn or load_reward_fn(r.reward_fn),
+                                    env_threads=r.env_threads or cfg.env.address is not None)
         self.scheduler = RolloutScheduler(
             self.buffer, self._episode, batch_size=r.batch_size, group_size=r.group_size,
             episodes_in_flight=r.episodes_in_flight, async_ratio=r.async_ratio, max_attempts=r.max_attempts,

@@ -12,10 +12,16 @@ one). Tokenizing the whole transcript again could merge tokens across a boundary
 ids the policy never produced — the exact trajectory is what the losses need. The template
 therefore must contain everything the model needs between its completion and its next turn
 (e.g. a ChatML `<|im_end|>\\n<|im_start|>user\\n{observation}<|im_end|>\\n<|im_start|>assistant\\n`).
+`rewrite` ((regex, replacement) pairs, applied in order with `re.sub`) shortens an observation
+before it is templated: for a tiny word-level model the game's prose is noise — every word
+outside its vocabulary becomes `[UNK]`, and "4 guesses left" puts numbers that are not guesses
+into the context. Encodings are cached by text (observations repeat), so only new text costs a
+tokenizer call.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -31,23 +37,37 @@ class Tokenizer(Protocol):
 class ChatFormat:
     """Builds the first prompt and the observation ids appended after every completion."""
 
-    def __init__(self, tokenizer: Any, system_prompt: str = "", observation_template: str = "{observation}\n") -> None:
+    def __init__(self, tokenizer: Any, system_prompt: str = "", observation_template: str = "{observation}\n",
+                 rewrite: Sequence[tuple[str, str]] = ()) -> None:
         if "{observation}" not in observation_template:
             raise ValueError("observation_template must contain '{observation}'")
         self.tokenizer = tokenizer
         self.system_prompt = system_prompt
         self.template = observation_template
+        self.rewrite = [(re.compile(pattern), repl) for pattern, repl in rewrite]
+        self._cache: dict[str, list[int]] = {}
 
     def _encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
+        ids = self._cache.get(text)
+        if ids is None:
+            ids = list(self.tokenizer.encode(text, add_special_tokens=False))
+            if len(self._cache) < 100_000:  # bounded: free-form observations rarely repeat
+                self._cache[text] = ids
+        return list(ids)
+
+    def observation_text(self, observation: str) -> str:
+        """The observation after the `rewrite` rules (what the model reads)."""
+        for pattern, repl in self.rewrite:
+            observation = pattern.sub(repl, observation)
+        return observation
 
     def initial(self, observation: str) -> list[int]:
         """Token ids of the first prompt."""
-        return self._encode(self.system_prompt + self.template.format(observation=observation))
+        return self._encode(self.system_prompt + self.template.format(observation=self.observation_text(observation)))
 
     def observation(self, observation: str) -> list[int]:
         """Token ids appended to the context after a completion."""
-        return self._encode(self.template.format(observation=observation))
+        return self._encode(self.template.format(observation=self.observation_text(observation)))
 
     def action_text(self, completion_ids: Sequence[int]) -> str:
         """The text the environment receives (special tokens such as EOS dropped)."""

@@ -27,7 +27,8 @@ def run_sft(cfg: RunConfig, policy: Policy | None = None, env_factory: Callable[
     if cfg.sft.data is None:
         raise ValueError("sft.data is not set")
     policy = policy or build_policy(cfg)
-    fmt = ChatFormat(policy.tokenizer, cfg.rollout.system_prompt, cfg.rollout.observation_template)
+    fmt = ChatFormat(policy.tokenizer, cfg.rollout.system_prompt, cfg.rollout.observation_template,
+                     cfg.rollout.observation_rewrite)
     if env_factory is None and _has_demos(cfg.resolve(cfg.sft.data)):
         from ale_roll.controller import make_env_factory
 
