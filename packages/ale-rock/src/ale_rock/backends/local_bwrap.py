@@ -78,12 +78,14 @@ def launch_argv(
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for name in ("passwd", "group", "hosts"):
         args += ["--ro-bind", str(layout.root / "etc" / name), f"/etc/{name}"]
-    for path in layout.ro_binds:
-        args += ["--ro-bind", path, path]
     args += ["--proc", "/proc", "--dev", "/dev"]
     args += ["--bind", str(layout.root / "fs" / "work"), layout.workdir]
     args += ["--bind", str(layout.root / "fs" / "tmp"), "/tmp"]
     args += ["--bind", str(layout.root / "fs" / "home"), "/home/sandbox"]
+    # After /tmp and the home dir: a checkout (and so the venv) may live under /tmp, and a later
+    # bind is mounted on top of an earlier one.
+    for path in layout.ro_binds:
+        args += ["--ro-bind", path, path]
     args += ["--bind", str(layout.root / "run"), "/run/ale"]
     # Read-only, so the sandbox cannot rewrite its env, command limits or egress token; a
     # directory (not the file), so the atomic rewrite of a pool claim is seen inside.
