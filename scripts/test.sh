@@ -42,4 +42,5 @@ $V/mypy packages/ale-proto/src packages/ale-rock/src packages/ale-flow/src packa
 step "buf lint"
 (cd packages/ale-proto && npx --no-install buf lint)
 step "pytest"
-$V/python -m pytest -q -ra "$@"
+# Every resource a test may skip on is installed and started above: a skip here is a failure.
+ALE_REQUIRE_ALL=1 $V/python -m pytest -q -ra "$@"
