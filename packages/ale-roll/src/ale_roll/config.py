@@ -206,6 +206,51 @@ class ResourcesConfig(_Section):
     """Slots taken from rollout while a training step runs (0 = no multiplexing)."""
 
 
+class RoleResources(_Section):
+    """Ray resources reserved for one actor of a role (cluster.mode=ray)."""
+
+    num_cpus: float = Field(default=1.0, ge=0)
+    """CPUs the actor reserves (fractions allowed); its torch threads default to this, at least 1."""
+    num_gpus: float = Field(default=0.0, ge=0)
+    """GPUs the actor reserves (set engine.device=cuda to use them)."""
+
+
+class ClusterConfig(_Section):
+    """Where the roles run: all in this process (`local`), or as Ray actors (`ray`)."""
+
+    mode: Literal["local", "ray"] = "local"
+    """`local`: engines and environments in the controller's process; `ray`: train, inference and rollout-worker actors."""
+    address: str = "local"
+    """`local` starts a private Ray instance (stopped at the end); `auto`, `host:port` or `ray://host:port` joins a running cluster."""
+    num_cpus: int | None = Field(default=None, ge=1)
+    """CPUs of a locally started instance (unset = all of this machine's)."""
+    temp_dir: str | None = None
+    """Session/log directory of a locally started instance (unset = Ray's default, /tmp/ray); keep it short (socket paths)."""
+    num_rollout_workers: int = Field(default=1, ge=1)
+    """Environment-worker actors; episodes' environments are spread over them round-robin."""
+    env_concurrency: int = Field(default=64, ge=1)
+    """Environment calls one rollout worker serves concurrently (threads)."""
+    train: RoleResources = Field(default_factory=RoleResources)
+    """Resources of the train actor."""
+    inference: RoleResources = Field(default_factory=RoleResources)
+    """Resources of the inference actor."""
+    rollout_worker: RoleResources = Field(default_factory=lambda: RoleResources(num_cpus=0.5))
+    """Resources of each rollout-worker actor."""
+    start_timeout_s: float = Field(default=300.0, gt=0)
+    """Limit for Ray to start and for an actor to come up (model loading included)."""
+    call_timeout_s: float = Field(default=600.0, gt=0)
+    """Limit of one train-actor call (a backward on a full batch) and of weight transfers."""
+
+    @model_validator(mode="after")
+    def _ray_installed(self) -> ClusterConfig:
+        if self.mode == "ray":
+            from ale_roll.cluster import ray_available
+
+            if not ray_available():
+                raise ValueError("cluster.mode=ray needs Ray: pip install 'ale-roll[ray]'")
+        return self
+
+
 class RunConfig(_Section):
     """A whole run."""
 
@@ -239,6 +284,8 @@ class RunConfig(_Section):
     """Evaluation."""
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
     """Multiplexing."""
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    """Placement of the roles (local process or Ray actors)."""
     config_dir: str = "."
     """Directory of the YAML file (set by load_config; relative data paths resolve against it)."""
 

@@ -60,10 +60,13 @@ def make_env_factory(cfg: EnvConfig, timeout_s: float) -> Callable[[], GemEnv]:
         raise RuntimeError("environments need ale-rock: pip install 'ale-roll[envs]'") from e
     if cfg.address is None:
         return lambda: make(cfg.id, **cfg.kwargs)
-    import grpc
+    from ale_rock.envs.batch_client import BatchEnvClient
 
-    channel = grpc.insecure_channel(cfg.address)
-    return lambda: make(cfg.id, address=cfg.address, channel=channel, rpc_timeout_s=timeout_s, **cfg.kwargs)
+    # One client per factory: concurrent episodes' calls share its Batch RPCs (EpisodeRunner awaits
+    # the envs' areset / astep / aclose).
+    kwargs = dict(cfg.kwargs)
+    client = BatchEnvClient(cfg.address, rpc_timeout_s=timeout_s, api_key=str(kwargs.pop("api_key", "")))
+    return lambda: client.env(cfg.id, **kwargs)
 
 
 class Controller:
@@ -178,6 +181,8 @@ class Controller:
     async def _train_loop(self, log: MetricsLogger) -> None:
         r, a = self.cfg.rollout, self.cfg.algorithm
         batch_timeout = r.max_turns * (r.generate_timeout_s + r.env_timeout_s) * r.max_attempts + 60
+        if self.step >= self.cfg.iterations:
+            return  # nothing to train (iterations=0, or resumed at the end): start no rollout at all
         sched = asyncio.get_running_loop().create_task(self.scheduler.run(), name="rollout")
         last = time.perf_counter()
         try:

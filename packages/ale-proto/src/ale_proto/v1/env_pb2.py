@@ -28,7 +28,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61le_proto/v1/env.proto\x12\x06\x61le.v1\x1a\x19\x61le_proto/v1/common.proto\x1a\x1a\x61le_proto/v1/sandbox.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x01\n\x0bMakeRequest\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\x12\'\n\x06kwargs\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x17\n\x0fstep_timeout_ms\x18\x03 \x01(\r\x12\x18\n\x10\x65pisode_budget_s\x18\x04 \x01(\r\x12$\n\tresources\x18\x05 \x01(\x0b\x32\x11.ale.v1.Resources\x12/\n\x06labels\x18\x06 \x03(\x0b\x32\x1f.ale.v1.MakeRequest.LabelsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"z\n\x0cMakeResponse\x12\x12\n\nenv_handle\x18\x01 \x01(\t\x12\x12\n\nsandbox_id\x18\x02 \x01(\t\x12\x1a\n\x12\x61\x63tion_description\x18\x03 \x01(\t\x12&\n\x05tools\x18\x04 \x03(\x0b\x32\x17.google.protobuf.Struct\">\n\x0cResetRequest\x12\x12\n\nenv_handle\x18\x01 \x01(\t\x12\x11\n\x04seed\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_seed\"K\n\rResetResponse\x12\x13\n\x0bobservation\x18\x01 \x01(\t\x12%\n\x04info\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"1\n\x0bStepRequest\x12\x12\n\nenv_handle\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\"\xd3\x01\n\x0cStepResponse\x12\x13\n\x0bobservation\x18\x01 \x01(\t\x12\x0e\n\x06reward\x18\x02 \x01(\x01\x12\x12\n\nterminated\x18\x03 \x01(\x08\x12\x11\n\ttruncated\x18\x04 \x01(\x08\x12%\n\x04info\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12*\n\rsafety_events\x18\x06 \x03(\x0b\x32\x13.ale.v1.SafetyEvent\x12$\n\x0c\x66inal_reward\x18\x07 \x01(\x0b\x32\x0e.ale.v1.Reward\"\"\n\x0c\x43loseRequest\x12\x12\n\nenv_handle\x18\x01 \x01(\t\"\x0f\n\rCloseResponse\"D\n\x0fListEnvsRequest\x12!\n\x04page\x18\x01 \x01(\x0b\x32\x13.ale.v1.PageRequest\x12\x0e\n\x06prefix\x18\x02 \x01(\t\"\x92\x01\n\x0e\x45nvDescription\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12.\n\x04tags\x18\x03 \x03(\x0b\x32 .ale.v1.EnvDescription.TagsEntry\x1a+\n\tTagsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\\\n\x10ListEnvsResponse\x12$\n\x04\x65nvs\x18\x01 \x03(\x0b\x32\x16.ale.v1.EnvDescription\x12\"\n\x04page\x18\x02 \x01(\x0b\x32\x14.ale.v1.PageResponse\"S\n\x07\x45nvBase\x12\x10\n\x06rootfs\x18\x01 \x01(\tH\x00\x12\x16\n\x0c\x64ocker_image\x18\x02 \x01(\tH\x00\x12\x14\n\ndockerfile\x18\x03 \x01(\tH\x00\x42\x08\n\x06source\"\xb9\x02\n\x07\x45nvSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x1d\n\x04\x62\x61se\x18\x03 \x01(\x0b\x32\x0f.ale.v1.EnvBase\x12\x16\n\x0esetup_commands\x18\x04 \x03(\t\x12$\n\tresources\x18\x05 \x01(\x0b\x32\x11.ale.v1.Resources\x12&\n\x07network\x18\x06 \x01(\x0b\x32\x15.ale.v1.NetworkPolicy\x12%\n\x03\x65nv\x18\x07 \x03(\x0b\x32\x18.ale.v1.EnvSpec.EnvEntry\x12\x0f\n\x07workdir\x18\x08 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\t \x01(\t\x12\x11\n\tspec_hash\x18\n \x01(\t\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"7\n\x16RegisterEnvSpecRequest\x12\x1d\n\x04spec\x18\x01 \x01(\x0b\x32\x0f.ale.v1.EnvSpec\"8\n\x17RegisterEnvSpecResponse\x12\x1d\n\x04spec\x18\x01 \x01(\x0b\x32\x0f.ale.v1.EnvSpec\"2\n\x11GetEnvSpecRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\xe1\x01\n\x12GetEnvSpecResponse\x12\x1d\n\x04spec\x18\x01 \x01(\x0b\x32\x0f.ale.v1.EnvSpec\x12\x36\n\x06\x62uilds\x18\x02 \x03(\x0b\x32&.ale.v1.GetEnvSpecResponse.BuildsEntry\x12\x31\n\rregister_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a\x41\n\x0b\x42uildsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12!\n\x05value\x18\x02 \x01(\x0e\x32\x12.ale.v1.BuildState:\x02\x38\x01\"8\n\x13ListEnvSpecsRequest\x12!\n\x04page\x18\x01 \x01(\x0b\x32\x13.ale.v1.PageRequest\"Z\n\x14ListEnvSpecsResponse\x12\x1e\n\x05specs\x18\x01 \x03(\x0b\x32\x0f.ale.v1.EnvSpec\x12\"\n\x04page\x18\x02 \x01(\x0b\x32\x14.ale.v1.PageResponse\"5\n\x14\x44\x65leteEnvSpecRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteEnvSpecResponse\"l\n\x13\x42uildEnvSpecRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\'\n\x07\x62\x61\x63kend\x18\x03 \x01(\x0e\x32\x16.ale.v1.SandboxBackend\x12\r\n\x05\x66orce\x18\x04 \x01(\x08\"[\n\x14\x42uildEnvSpecResponse\x12\x10\n\x08log_line\x18\x01 \x01(\t\x12!\n\x05state\x18\x02 \x01(\x0e\x32\x12.ale.v1.BuildState\x12\x0e\n\x06\x63\x61\x63hed\x18\x03 \x01(\x08*r\n\nBuildState\x12\x1b\n\x17\x42UILD_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42UILD_STATE_BUILDING\x10\x01\x12\x15\n\x11\x42UILD_STATE_READY\x10\x02\x12\x16\n\x12\x42UILD_STATE_FAILED\x10\x03\x32\x9d\x02\n\nEnvService\x12\x31\n\x04Make\x12\x13.ale.v1.MakeRequest\x1a\x14.ale.v1.MakeResponse\x12\x34\n\x05Reset\x12\x14.ale.v1.ResetRequest\x1a\x15.ale.v1.ResetResponse\x12\x31\n\x04Step\x12\x13.ale.v1.StepRequest\x1a\x14.ale.v1.StepResponse\x12\x34\n\x05\x43lose\x12\x14.ale.v1.CloseRequest\x1a\x15.ale.v1.CloseResponse\x12=\n\x08ListEnvs\x12\x17.ale.v1.ListEnvsRequest\x1a\x18.ale.v1.ListEnvsResponse2\x8e\x03\n\rEnvHubService\x12R\n\x0fRegisterEnvSpec\x12\x1e.ale.v1.RegisterEnvSpecRequest\x1a\x1f.ale.v1.RegisterEnvSpecResponse\x12\x43\n\nGetEnvSpec\x12\x19.ale.v1.GetEnvSpecRequest\x1a\x1a.ale.v1.GetEnvSpecResponse\x12I\n\x0cListEnvSpecs\x12\x1b.ale.v1.ListEnvSpecsRequest\x1a\x1c.ale.v1.ListEnvSpecsResponse\x12L\n\rDeleteEnvSpec\x12\x1c.ale.v1.DeleteEnvSpecRequest\x1a\x1d.ale.v1.DeleteEnvSpecResponse\x12K\n\x0c\x42uildEnvSpec\x12\x1b.ale.v1.BuildEnvSpecRequest\x1a\x1c.ale.v1.BuildEnvSpecResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61le_proto/v1/env.proto\x12\x06\x61le.v1\x1a\x19\x61le_proto/v1/common.proto\x1a\x1a\x61le_proto/v1/sandbox.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x01\n\x0bMakeRequest\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\x12\'\n\x06kwargs\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x17\n\x0fstep_timeout_ms\x18\x03 \x01(\r\x12\x18\n\x10\x65pisode_budget_s\x18\x04 \x01(\r\x12$\n\tresources\x18\x05 \x01(\x0b\x32\x11.ale.v1.Resources\x12/\n\x06labels\x18\x06 \x03(\x0b\x32\x1f.ale.v1.MakeRequest.LabelsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"z\n\x0cMakeResponse\x12\x12\n\nenv_handle\x18\x01 \x01(\t\x12\x12\n\nsandbox_id\x18\x02 \x01(\t\x12\x1a\n\x12\x61\x63tion_description\x18\x03 \x01(\t\x12&\n\x05tools\x18\x04 \x03(\x0b\x32\x17.google.protobuf.Struct\">\n\x0cResetRequest\x12\x12\n\nenv_handle\x18\x01 \x01(\t\x12\x11\n\x04seed\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_seed\"K\n\rResetResponse\x12\x13\n\x0bobservation\x18\x01 \x01(\t\x12%\n\x04info\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"1\n\x0bStepRequest\x12\x12\n\nenv_handle\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\"\xd3\x01\n\x0cStepResponse\x12\x13\n\x0bobservation\x18\x01 \x01(\t\x12\x0e\n\x06reward\x18\x02 \x01(\x01\x12\x12\n\nterminated\x18\x03 \x01(\x08\x12\x11\n\ttruncated\x18\x04 \x01(\x08\x12%\n\x04info\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12*\n\rsafety_events\x18\x06 \x03(\x0b\x32\x13.ale.v1.SafetyEvent\x12$\n\x0c\x66inal_reward\x18\x07 \x01(\x0b\x32\x0e.ale.v1.Reward\"\"\n\x0c\x43loseRequest\x12\x12\n\nenv_handle\x18\x01 \x01(\t\"\x0f\n\rCloseResponse\"\xa9\x01\n\x07\x45nvCall\x12#\n\x04make\x18\x01 \x01(\x0b\x32\x13.ale.v1.MakeRequestH\x00\x12%\n\x05reset\x18\x02 \x01(\x0b\x32\x14.ale.v1.ResetRequestH\x00\x12#\n\x04step\x18\x03 \x01(\x0b\x32\x13.ale.v1.StepRequestH\x00\x12%\n\x05\x63lose\x18\x04 \x01(\x0b\x32\x14.ale.v1.CloseRequestH\x00\x42\x06\n\x04\x63\x61ll\"\xdb\x01\n\rEnvCallResult\x12$\n\x04make\x18\x01 \x01(\x0b\x32\x14.ale.v1.MakeResponseH\x00\x12&\n\x05reset\x18\x02 \x01(\x0b\x32\x15.ale.v1.ResetResponseH\x00\x12$\n\x04step\x18\x03 \x01(\x0b\x32\x14.ale.v1.StepResponseH\x00\x12&\n\x05\x63lose\x18\x04 \x01(\x0b\x32\x15.ale.v1.CloseResponseH\x00\x12$\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x13.ale.v1.ErrorDetailH\x00\x42\x08\n\x06result\"8\n\x16\x45nvServiceBatchRequest\x12\x1e\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x0f.ale.v1.EnvCall\"A\n\x17\x45nvServiceBatchResponse\x12&\n\x07results\x18\x01 \x03(\x0b\x32\x15.ale.v1.EnvCallResult\"D\n\x0fListEnvsRequest\x12!\n\x04page\x18\x01 \x01(\x0b\x32\x13.ale.v1.PageRequest\x12\x0e\n\x06prefix\x18\x02 \x01(\t\"\x92\x01\n\x0e\x45nvDescription\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12.\n\x04tags\x18\x03 \x03(\x0b\x32 .ale.v1.EnvDescription.TagsEntry\x1a+\n\tTagsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\\\n\x10ListEnvsResponse\x12$\n\x04\x65nvs\x18\x01 \x03(\x0b\x32\x16.ale.v1.EnvDescription\x12\"\n\x04page\x18\x02 \x01(\x0b\x32\x14.ale.v1.PageResponse\"S\n\x07\x45nvBase\x12\x10\n\x06rootfs\x18\x01 \x01(\tH\x00\x12\x16\n\x0c\x64ocker_image\x18\x02 \x01(\tH\x00\x12\x14\n\ndockerfile\x18\x03 \x01(\tH\x00\x42\x08\n\x06source\"\xb9\x02\n\x07\x45nvSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x1d\n\x04\x62\x61se\x18\x03 \x01(\x0b\x32\x0f.ale.v1.EnvBase\x12\x16\n\x0esetup_commands\x18\x04 \x03(\t\x12$\n\tresources\x18\x05 \x01(\x0b\x32\x11.ale.v1.Resources\x12&\n\x07network\x18\x06 \x01(\x0b\x32\x15.ale.v1.NetworkPolicy\x12%\n\x03\x65nv\x18\x07 \x03(\x0b\x32\x18.ale.v1.EnvSpec.EnvEntry\x12\x0f\n\x07workdir\x18\x08 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\t \x01(\t\x12\x11\n\tspec_hash\x18\n \x01(\t\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"7\n\x16RegisterEnvSpecRequest\x12\x1d\n\x04spec\x18\x01 \x01(\x0b\x32\x0f.ale.v1.EnvSpec\"8\n\x17RegisterEnvSpecResponse\x12\x1d\n\x04spec\x18\x01 \x01(\x0b\x32\x0f.ale.v1.EnvSpec\"2\n\x11GetEnvSpecRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\xe1\x01\n\x12GetEnvSpecResponse\x12\x1d\n\x04spec\x18\x01 \x01(\x0b\x32\x0f.ale.v1.EnvSpec\x12\x36\n\x06\x62uilds\x18\x02 \x03(\x0b\x32&.ale.v1.GetEnvSpecResponse.BuildsEntry\x12\x31\n\rregister_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a\x41\n\x0b\x42uildsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12!\n\x05value\x18\x02 \x01(\x0e\x32\x12.ale.v1.BuildState:\x02\x38\x01\"8\n\x13ListEnvSpecsRequest\x12!\n\x04page\x18\x01 \x01(\x0b\x32\x13.ale.v1.PageRequest\"Z\n\x14ListEnvSpecsResponse\x12\x1e\n\x05specs\x18\x01 \x03(\x0b\x32\x0f.ale.v1.EnvSpec\x12\"\n\x04page\x18\x02 \x01(\x0b\x32\x14.ale.v1.PageResponse\"5\n\x14\x44\x65leteEnvSpecRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteEnvSpecResponse\"l\n\x13\x42uildEnvSpecRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\'\n\x07\x62\x61\x63kend\x18\x03 \x01(\x0e\x32\x16.ale.v1.SandboxBackend\x12\r\n\x05\x66orce\x18\x04 \x01(\x08\"[\n\x14\x42uildEnvSpecResponse\x12\x10\n\x08log_line\x18\x01 \x01(\t\x12!\n\x05state\x18\x02 \x01(\x0e\x32\x12.ale.v1.BuildState\x12\x0e\n\x06\x63\x61\x63hed\x18\x03 \x01(\x08*r\n\nBuildState\x12\x1b\n\x17\x42UILD_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42UILD_STATE_BUILDING\x10\x01\x12\x15\n\x11\x42UILD_STATE_READY\x10\x02\x12\x16\n\x12\x42UILD_STATE_FAILED\x10\x03\x32\xe7\x02\n\nEnvService\x12\x31\n\x04Make\x12\x13.ale.v1.MakeRequest\x1a\x14.ale.v1.MakeResponse\x12\x34\n\x05Reset\x12\x14.ale.v1.ResetRequest\x1a\x15.ale.v1.ResetResponse\x12\x31\n\x04Step\x12\x13.ale.v1.StepRequest\x1a\x14.ale.v1.StepResponse\x12\x34\n\x05\x43lose\x12\x14.ale.v1.CloseRequest\x1a\x15.ale.v1.CloseResponse\x12=\n\x08ListEnvs\x12\x17.ale.v1.ListEnvsRequest\x1a\x18.ale.v1.ListEnvsResponse\x12H\n\x05\x42\x61tch\x12\x1e.ale.v1.EnvServiceBatchRequest\x1a\x1f.ale.v1.EnvServiceBatchResponse2\x8e\x03\n\rEnvHubService\x12R\n\x0fRegisterEnvSpec\x12\x1e.ale.v1.RegisterEnvSpecRequest\x1a\x1f.ale.v1.RegisterEnvSpecResponse\x12\x43\n\nGetEnvSpec\x12\x19.ale.v1.GetEnvSpecRequest\x1a\x1a.ale.v1.GetEnvSpecResponse\x12I\n\x0cListEnvSpecs\x12\x1b.ale.v1.ListEnvSpecsRequest\x1a\x1c.ale.v1.ListEnvSpecsResponse\x12L\n\rDeleteEnvSpec\x12\x1c.ale.v1.DeleteEnvSpecRequest\x1a\x1d.ale.v1.DeleteEnvSpecResponse\x12K\n\x0c\x42uildEnvSpec\x12\x1b.ale.v1.BuildEnvSpecRequest\x1a\x1c.ale.v1.BuildEnvSpecResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,8 +43,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ENVSPEC_ENVENTRY']._serialized_options = b'8\001'
   _globals['_GETENVSPECRESPONSE_BUILDSENTRY']._loaded_options = None
   _globals['_GETENVSPECRESPONSE_BUILDSENTRY']._serialized_options = b'8\001'
-  _globals['_BUILDSTATE']._serialized_start=2535
-  _globals['_BUILDSTATE']._serialized_end=2649
+  _globals['_BUILDSTATE']._serialized_start=3054
+  _globals['_BUILDSTATE']._serialized_end=3168
   _globals['_MAKEREQUEST']._serialized_start=153
   _globals['_MAKEREQUEST']._serialized_end=408
   _globals['_MAKEREQUEST_LABELSENTRY']._serialized_start=363
@@ -63,44 +63,52 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLOSEREQUEST']._serialized_end=974
   _globals['_CLOSERESPONSE']._serialized_start=976
   _globals['_CLOSERESPONSE']._serialized_end=991
-  _globals['_LISTENVSREQUEST']._serialized_start=993
-  _globals['_LISTENVSREQUEST']._serialized_end=1061
-  _globals['_ENVDESCRIPTION']._serialized_start=1064
-  _globals['_ENVDESCRIPTION']._serialized_end=1210
-  _globals['_ENVDESCRIPTION_TAGSENTRY']._serialized_start=1167
-  _globals['_ENVDESCRIPTION_TAGSENTRY']._serialized_end=1210
-  _globals['_LISTENVSRESPONSE']._serialized_start=1212
-  _globals['_LISTENVSRESPONSE']._serialized_end=1304
-  _globals['_ENVBASE']._serialized_start=1306
-  _globals['_ENVBASE']._serialized_end=1389
-  _globals['_ENVSPEC']._serialized_start=1392
-  _globals['_ENVSPEC']._serialized_end=1705
-  _globals['_ENVSPEC_ENVENTRY']._serialized_start=1663
-  _globals['_ENVSPEC_ENVENTRY']._serialized_end=1705
-  _globals['_REGISTERENVSPECREQUEST']._serialized_start=1707
-  _globals['_REGISTERENVSPECREQUEST']._serialized_end=1762
-  _globals['_REGISTERENVSPECRESPONSE']._serialized_start=1764
-  _globals['_REGISTERENVSPECRESPONSE']._serialized_end=1820
-  _globals['_GETENVSPECREQUEST']._serialized_start=1822
-  _globals['_GETENVSPECREQUEST']._serialized_end=1872
-  _globals['_GETENVSPECRESPONSE']._serialized_start=1875
-  _globals['_GETENVSPECRESPONSE']._serialized_end=2100
-  _globals['_GETENVSPECRESPONSE_BUILDSENTRY']._serialized_start=2035
-  _globals['_GETENVSPECRESPONSE_BUILDSENTRY']._serialized_end=2100
-  _globals['_LISTENVSPECSREQUEST']._serialized_start=2102
-  _globals['_LISTENVSPECSREQUEST']._serialized_end=2158
-  _globals['_LISTENVSPECSRESPONSE']._serialized_start=2160
-  _globals['_LISTENVSPECSRESPONSE']._serialized_end=2250
-  _globals['_DELETEENVSPECREQUEST']._serialized_start=2252
-  _globals['_DELETEENVSPECREQUEST']._serialized_end=2305
-  _globals['_DELETEENVSPECRESPONSE']._serialized_start=2307
-  _globals['_DELETEENVSPECRESPONSE']._serialized_end=2330
-  _globals['_BUILDENVSPECREQUEST']._serialized_start=2332
-  _globals['_BUILDENVSPECREQUEST']._serialized_end=2440
-  _globals['_BUILDENVSPECRESPONSE']._serialized_start=2442
-  _globals['_BUILDENVSPECRESPONSE']._serialized_end=2533
-  _globals['_ENVSERVICE']._serialized_start=2652
-  _globals['_ENVSERVICE']._serialized_end=2937
-  _globals['_ENVHUBSERVICE']._serialized_start=2940
-  _globals['_ENVHUBSERVICE']._serialized_end=3338
+  _globals['_ENVCALL']._serialized_start=994
+  _globals['_ENVCALL']._serialized_end=1163
+  _globals['_ENVCALLRESULT']._serialized_start=1166
+  _globals['_ENVCALLRESULT']._serialized_end=1385
+  _globals['_ENVSERVICEBATCHREQUEST']._serialized_start=1387
+  _globals['_ENVSERVICEBATCHREQUEST']._serialized_end=1443
+  _globals['_ENVSERVICEBATCHRESPONSE']._serialized_start=1445
+  _globals['_ENVSERVICEBATCHRESPONSE']._serialized_end=1510
+  _globals['_LISTENVSREQUEST']._serialized_start=1512
+  _globals['_LISTENVSREQUEST']._serialized_end=1580
+  _globals['_ENVDESCRIPTION']._serialized_start=1583
+  _globals['_ENVDESCRIPTION']._serialized_end=1729
+  _globals['_ENVDESCRIPTION_TAGSENTRY']._serialized_start=1686
+  _globals['_ENVDESCRIPTION_TAGSENTRY']._serialized_end=1729
+  _globals['_LISTENVSRESPONSE']._serialized_start=1731
+  _globals['_LISTENVSRESPONSE']._serialized_end=1823
+  _globals['_ENVBASE']._serialized_start=1825
+  _globals['_ENVBASE']._serialized_end=1908
+  _globals['_ENVSPEC']._serialized_start=1911
+  _globals['_ENVSPEC']._serialized_end=2224
+  _globals['_ENVSPEC_ENVENTRY']._serialized_start=2182
+  _globals['_ENVSPEC_ENVENTRY']._serialized_end=2224
+  _globals['_REGISTERENVSPECREQUEST']._serialized_start=2226
+  _globals['_REGISTERENVSPECREQUEST']._serialized_end=2281
+  _globals['_REGISTERENVSPECRESPONSE']._serialized_start=2283
+  _globals['_REGISTERENVSPECRESPONSE']._serialized_end=2339
+  _globals['_GETENVSPECREQUEST']._serialized_start=2341
+  _globals['_GETENVSPECREQUEST']._serialized_end=2391
+  _globals['_GETENVSPECRESPONSE']._serialized_start=2394
+  _globals['_GETENVSPECRESPONSE']._serialized_end=2619
+  _globals['_GETENVSPECRESPONSE_BUILDSENTRY']._serialized_start=2554
+  _globals['_GETENVSPECRESPONSE_BUILDSENTRY']._serialized_end=2619
+  _globals['_LISTENVSPECSREQUEST']._serialized_start=2621
+  _globals['_LISTENVSPECSREQUEST']._serialized_end=2677
+  _globals['_LISTENVSPECSRESPONSE']._serialized_start=2679
+  _globals['_LISTENVSPECSRESPONSE']._serialized_end=2769
+  _globals['_DELETEENVSPECREQUEST']._serialized_start=2771
+  _globals['_DELETEENVSPECREQUEST']._serialized_end=2824
+  _globals['_DELETEENVSPECRESPONSE']._serialized_start=2826
+  _globals['_DELETEENVSPECRESPONSE']._serialized_end=2849
+  _globals['_BUILDENVSPECREQUEST']._serialized_start=2851
+  _globals['_BUILDENVSPECREQUEST']._serialized_end=2959
+  _globals['_BUILDENVSPECRESPONSE']._serialized_start=2961
+  _globals['_BUILDENVSPECRESPONSE']._serialized_end=3052
+  _globals['_ENVSERVICE']._serialized_start=3171
+  _globals['_ENVSERVICE']._serialized_end=3530
+  _globals['_ENVHUBSERVICE']._serialized_start=3533
+  _globals['_ENVHUBSERVICE']._serialized_end=3931
 # @@protoc_insertion_point(module_scope)

@@ -111,6 +111,44 @@ class CloseResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class EnvCall(_message.Message):
+    __slots__ = ("make", "reset", "step", "close")
+    MAKE_FIELD_NUMBER: _ClassVar[int]
+    RESET_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    make: MakeRequest
+    reset: ResetRequest
+    step: StepRequest
+    close: CloseRequest
+    def __init__(self, make: _Optional[_Union[MakeRequest, _Mapping]] = ..., reset: _Optional[_Union[ResetRequest, _Mapping]] = ..., step: _Optional[_Union[StepRequest, _Mapping]] = ..., close: _Optional[_Union[CloseRequest, _Mapping]] = ...) -> None: ...
+
+class EnvCallResult(_message.Message):
+    __slots__ = ("make", "reset", "step", "close", "error")
+    MAKE_FIELD_NUMBER: _ClassVar[int]
+    RESET_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    make: MakeResponse
+    reset: ResetResponse
+    step: StepResponse
+    close: CloseResponse
+    error: _common_pb2.ErrorDetail
+    def __init__(self, make: _Optional[_Union[MakeResponse, _Mapping]] = ..., reset: _Optional[_Union[ResetResponse, _Mapping]] = ..., step: _Optional[_Union[StepResponse, _Mapping]] = ..., close: _Optional[_Union[CloseResponse, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.ErrorDetail, _Mapping]] = ...) -> None: ...
+
+class EnvServiceBatchRequest(_message.Message):
+    __slots__ = ("calls",)
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    calls: _containers.RepeatedCompositeFieldContainer[EnvCall]
+    def __init__(self, calls: _Optional[_Iterable[_Union[EnvCall, _Mapping]]] = ...) -> None: ...
+
+class EnvServiceBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[EnvCallResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[EnvCallResult, _Mapping]]] = ...) -> None: ...
+
 class ListEnvsRequest(_message.Message):
     __slots__ = ("page", "prefix")
     PAGE_FIELD_NUMBER: _ClassVar[int]

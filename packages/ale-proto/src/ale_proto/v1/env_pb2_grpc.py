@@ -60,6 +60,11 @@ class EnvServiceStub:
                 request_serializer=ale__proto_dot_v1_dot_env__pb2.ListEnvsRequest.SerializeToString,
                 response_deserializer=ale__proto_dot_v1_dot_env__pb2.ListEnvsResponse.FromString,
                 _registered_method=True)
+        self.Batch = channel.unary_unary(
+                '/ale.v1.EnvService/Batch',
+                request_serializer=ale__proto_dot_v1_dot_env__pb2.EnvServiceBatchRequest.SerializeToString,
+                response_deserializer=ale__proto_dot_v1_dot_env__pb2.EnvServiceBatchResponse.FromString,
+                _registered_method=True)
 
 
 class EnvServiceServicer:
@@ -101,6 +106,15 @@ class EnvServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Batch(self, request, context):
+        """Run several Make / Reset / Step / Close calls in one round trip. Calls on the same env_handle
+        run in the order given; calls on different environments may run concurrently. Each call gets
+        its own result or its own typed error; one failing call never fails the others.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EnvServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -128,6 +142,11 @@ def add_EnvServiceServicer_to_server(servicer, server):
                     servicer.ListEnvs,
                     request_deserializer=ale__proto_dot_v1_dot_env__pb2.ListEnvsRequest.FromString,
                     response_serializer=ale__proto_dot_v1_dot_env__pb2.ListEnvsResponse.SerializeToString,
+            ),
+            'Batch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Batch,
+                    request_deserializer=ale__proto_dot_v1_dot_env__pb2.EnvServiceBatchRequest.FromString,
+                    response_serializer=ale__proto_dot_v1_dot_env__pb2.EnvServiceBatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -266,6 +285,33 @@ class EnvService:
             '/ale.v1.EnvService/ListEnvs',
             ale__proto_dot_v1_dot_env__pb2.ListEnvsRequest.SerializeToString,
             ale__proto_dot_v1_dot_env__pb2.ListEnvsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Batch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ale.v1.EnvService/Batch',
+            ale__proto_dot_v1_dot_env__pb2.EnvServiceBatchRequest.SerializeToString,
+            ale__proto_dot_v1_dot_env__pb2.EnvServiceBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

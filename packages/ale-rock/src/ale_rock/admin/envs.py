@@ -89,6 +89,30 @@ class AdminEnvServicer(EnvServicer):
             self._owners.pop(request.env_handle, None)
         return response
 
+    def Batch(self, request: env_pb2.EnvServiceBatchRequest, context: Any) -> env_pb2.EnvServiceBatchResponse:
+        # Authenticated once; ownership is checked per call so a foreign handle fails only its call.
+        ns = self._namespace(context)
+        self._prune()
+        self._check_batch(request, context)
+        return env_pb2.EnvServiceBatchResponse(results=self._run_batch(request.calls, lambda c: self._owned_call(ns, c)))
+
+    def _owned_call(self, ns: str, call: env_pb2.EnvCall) -> env_pb2.EnvCallResult:
+        kind = call.WhichOneof("call")
+        handle = getattr(call, kind).env_handle if kind in ("reset", "step", "close") else ""
+        if handle:
+            with self._lock:
+                owner = self._owners.get(handle)
+            if owner is not None and owner != ns:
+                return env_pb2.EnvCallResult(error=make_error(
+                    common_pb2.ERROR_CODE_NOT_FOUND, f"unknown env handle {handle!r}", "env_handle"))
+        result = self._one(call)
+        with self._lock:
+            if kind == "make" and result.HasField("make"):
+                self._owners[result.make.env_handle] = ns
+            elif kind == "close":
+                self._owners.pop(handle, None)
+        return result
+
     def ListEnvs(self, request: env_pb2.ListEnvsRequest, context: Any) -> env_pb2.ListEnvsResponse:
         self._namespace(context)
         return super().ListEnvs(request, context)

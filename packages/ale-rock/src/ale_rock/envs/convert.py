@@ -18,10 +18,18 @@ _KINDS = {
 _KIND_NAMES = {v: k for k, v in _KINDS.items()}
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def to_struct(d: dict[str, Any]) -> struct_pb2.Struct:
     """A Struct from a dict; values that are not JSON become strings."""
     s = struct_pb2.Struct()
-    if d:
+    if not d:
+        return s
+    # Fast path for the usual flat info dict of scalars (no JSON round trip: a per-call cost).
+    if all(type(k) is str and type(v) in _SCALARS for k, v in d.items()):
+        s.update(d)
+    else:
         s.update(json.loads(json.dumps(d, default=str)))
     return s
 
@@ -39,7 +47,20 @@ def _ints(v: Any) -> Any:
 
 def from_struct(s: struct_pb2.Struct) -> dict[str, Any]:
     """A dict from a Struct."""
-    return _ints(json_format.MessageToDict(s))  # type: ignore[no-any-return]
+    out: dict[str, Any] = {}
+    for k, v in s.fields.items():
+        kind = v.WhichOneof("kind")
+        if kind == "number_value":
+            out[k] = _ints(v.number_value)
+        elif kind == "string_value":
+            out[k] = v.string_value
+        elif kind == "bool_value":
+            out[k] = v.bool_value
+        elif kind == "null_value":
+            out[k] = None
+        else:  # nested struct or list
+            return _ints(json_format.MessageToDict(s))  # type: ignore[no-any-return]
+    return out
 
 
 def safety_events_to_pb(events: list[dict[str, Any]]) -> list[common_pb2.SafetyEvent]:

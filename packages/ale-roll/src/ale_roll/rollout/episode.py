@@ -4,11 +4,13 @@ Environments are any object with gem's API (`reset(seed) -> (obs, info)`,
 `step(action) -> (obs, reward, terminated, truncated, info)`, `close()`): an in-process
 `ale_rock.envs` game or the EnvService client (`ale_rock.envs.make(id, address=...)`). Env calls
 run on threads (a slow step never blocks the other episodes) and each has a timeout; any failure
-raises, and the scheduler's filtering resamples the same initial state.
+raises, and the scheduler's filtering resamples the same initial state. An env that also has
+`areset` / `astep` / `aclose` (the batched EnvService client) is awaited directly instead, with
+the same timeout.
 
 Agent-native mode (an agent in a sandbox; the ModelProxy's token records become the trajectory)
-is a TODO until the ModelProxy's record stream lands: it would replace this loop by a subscription
-to `ModelProxyService.SubscribeCalls`, building the same `Turn`s from the recorded ids.
+is `ale_roll.rollout.agent_native.AgentNativeRunner`: the same `run(...)` shape, so the scheduler
+drives either.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import asyncio
 import importlib
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ale_roll.engines.base import SamplingParams
 from ale_roll.rollout.formatting import ChatFormat
@@ -41,6 +43,18 @@ class GemEnv(Protocol):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncGemEnv(Protocol):
+    """gem's API with awaitable calls (``areset`` / ``astep`` / ``aclose``); the runner prefers
+    these when an env has them, e.g. ``ale_rock.envs.batch_client.BatchedRemoteEnv``."""
+
+    async def areset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]: ...
+
+    async def astep(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
+
+    async def aclose(self) -> None: ...
 
 
 class RewardFn(Protocol):
@@ -116,14 +130,28 @@ class EpisodeRunner:
         finally:
             self.times.env += time.perf_counter() - t0
 
+    async def _env_acall(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        # An async env (e.g. the batched EnvService client) is awaited on the loop: no thread hop.
+        t0 = time.perf_counter()
+        try:
+            return await asyncio.wait_for(fn(*args), self.env_timeout_s)
+        except asyncio.TimeoutError:
+            raise EnvTimeout(f"{getattr(fn, '__name__', 'env call')} exceeded {self.env_timeout_s}s") from None
+        finally:
+            self.times.env += time.perf_counter() - t0
+
     async def run(self, *, seed: int | None, initial_state_id: str, group_id: str = "",
                   episode_id: str | None = None, params: SamplingParams | None = None) -> Trajectory:
         """Play one episode to the end and return its trajectory (raises on infrastructure failure)."""
         params = params or self.params
         version = self.generator.policy_version
         env = await self._env_call(self.env_factory)
+        is_async = isinstance(env, AsyncGemEnv)
         try:
-            obs, info = await self._env_call(env.reset, seed)
+            if is_async:
+                obs, info = await self._env_acall(env.areset, seed)
+            else:
+                obs, info = await self._env_call(env.reset, seed)
             context = self.fmt.initial(obs)
             turns: list[Turn] = []
             total, done, truncated_by_env = 0.0, False, False
@@ -136,8 +164,9 @@ class EpisodeRunner:
                             logprobs=list(gen.logprobs), policy_version=gen.policy_version,
                             stop_reason=_STOP.get(gen.stop_reason, StopReason.STOP))
                 turns.append(turn)
-                obs, reward, terminated, truncated, info = await self._env_call(
-                    env.step, self.fmt.action_text(gen.token_ids))
+                action = self.fmt.action_text(gen.token_ids)
+                obs, reward, terminated, truncated, info = await (
+                    self._env_acall(env.astep, action) if is_async else self._env_call(env.step, action))
                 total += float(reward)
                 turn.error = bool(info.get("invalid_action") or info.get("tool_error"))
                 if terminated or truncated:
@@ -148,7 +177,7 @@ class EpisodeRunner:
                 context = context + turn.completion_ids + turn.observation_ids
         finally:
             try:
-                await self._env_call(env.close)
+                await (self._env_acall(env.aclose) if is_async else self._env_call(env.close))
             except Exception:  # a dead sandbox cannot be closed; the episode result stands
                 pass
         traj = Trajectory(turns=turns, initial_state_id=initial_state_id, seed=seed, group_id=group_id,

@@ -1,0 +1,159 @@
+"""Agents for agent-native rollout: what runs against a task once its sandbox is set up.
+
+An :class:`AgentLauncher` gets the sandbox, the task prompt and the proxy episode's OpenAI
+credentials, runs an agent to its end (or its budget) and reports how it ended. It never sees
+token ids: the ModelProxy records them. Two launchers:
+
+- :class:`CommandAgent` — an unmodified agent as a shell command *inside* the sandbox
+  (``ale-flow -p ...``, a stdlib script, any other harness); it reads ``OPENAI_BASE_URL`` /
+  ``OPENAI_API_KEY`` / ``OPENAI_MODEL`` and ``ALE_TASK_PROMPT``.
+- :class:`FlowAgent` — ale-flow's agent loop in this process, its tools executing in the sandbox
+  through ale-flow's ``SandboxWorkspace`` (needs an ale-rock ``SdkProvider``: a real sandbox).
+
+ale-flow and ale-rock are imported lazily (``pip install 'ale-roll[agent]'``).
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ale_roll.engines.base import SamplingParams
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """How an agent run ended."""
+
+    exit_code: int
+    """0 for a normal end; the process exit code for a command agent."""
+    output: str = ""
+    timed_out: bool = False
+    """The budget ran out (the episode is then marked truncated)."""
+    stop_reason: str = ""
+    """The agent's own stop reason where it has one (ale-flow: completed, max_steps, model_error, ...)."""
+    model_failed: bool = False
+    """The agent gave up because model calls failed (proxy / inference trouble: infrastructure, not policy)."""
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """Everything a launcher needs for one episode."""
+
+    provider: Any
+    """The ``ale_rock.envs.sandbox.SandboxProvider`` that owns the sandbox."""
+    sandbox_id: str
+    prompt: str
+    """The task's prompt."""
+    base_url: str
+    """OpenAI base URL of the proxy episode (ends in /v1)."""
+    api_key: str
+    model: str
+    budget_s: float
+    params: SamplingParams
+    """Sampling the trainer asks for (temperature, max_tokens per call); agents that choose their own may ignore it."""
+
+
+class AgentLauncher(Protocol):
+    """Runs one agent on one set-up sandbox (blocking; the runner calls it on a thread)."""
+
+    def run(self, ctx: AgentContext, cancel: threading.Event) -> AgentRun:
+        """Run to the agent's end, the budget, or ``cancel`` (set when the runner gives up)."""
+        ...
+
+
+@dataclass
+class CommandAgent:
+    """An unmodified agent: ``command`` runs in the sandbox's work dir with the OpenAI settings exported."""
+
+    command: str
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    """Written into the work dir before the command runs (the agent's code, its config)."""
+
+    def run(self, ctx: AgentContext, cancel: threading.Event) -> AgentRun:
+        if self.files:
+            ctx.provider.upload(ctx.sandbox_id, dict(self.files))
+        env = {"OPENAI_BASE_URL": ctx.base_url, "OPENAI_API_KEY": ctx.api_key, "OPENAI_MODEL": ctx.model,
+               "ALE_TASK_PROMPT": ctx.prompt, "ALE_TEMPERATURE": str(ctx.params.temperature),
+               "ALE_MAX_TOKENS": str(ctx.params.max_tokens)}
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        # The sandbox enforces the budget: the command is killed when it runs out.
+        out = ctx.provider.exec(ctx.sandbox_id, f"export {exports}; {self.command}", ctx.budget_s)
+        return AgentRun(out.exit_code, out.output, out.timed_out)
+
+
+_FLOW_LIMIT_STOPS = {"max_steps", "max_tokens", "max_cost", "time_limit"}
+
+
+@dataclass
+class FlowAgent:
+    """ale-flow's agent loop (this process) with its tools in the sandbox and its model at the proxy.
+
+    ``settings`` is an ale-flow ``Settings`` (or a dict of its fields); the defaults run in yolo
+    mode with only the ``shell`` tool, native tool calls and no retries of model calls (a failing
+    proxy must fail the episode, not stall it). The model's temperature and per-call max_tokens
+    come from the trainer's sampling params.
+    """
+
+    settings: Mapping[str, Any] | Any = field(default_factory=dict)
+    workdir: str = ""
+    """Sandbox work dir; default: the provider's ``workdir``."""
+
+    def _settings(self, ctx: AgentContext) -> Any:
+        from ale_flow.settings import Settings
+
+        base: dict[str, Any] = {"mode": "yolo", "tools": {"enabled": ["shell"]},
+                                "model": {"native_tools": True, "max_retries": 0}}
+        given = self.settings if isinstance(self.settings, Mapping) else self.settings.model_dump(exclude_unset=True)
+        merged = _deep_merge(base, dict(given))
+        merged.setdefault("limits", {})["time_limit_s"] = ctx.budget_s
+        return Settings.model_validate(merged)
+
+    def _workspace(self, ctx: AgentContext) -> Any:
+        from ale_flow.sandbox_workspace import SandboxWorkspace
+
+        client = getattr(ctx.provider, "client", None)
+        if client is None:
+            raise TypeError("FlowAgent needs sandboxes from the ale-rock Admin (ale_rock.envs.sandbox.SdkProvider); "
+                            "use CommandAgent with other providers")
+        root = self.workdir or getattr(ctx.provider, "workdir", "/workspace")
+        return SandboxWorkspace.connect(ctx.sandbox_id, root=root, client=client)
+
+    def run(self, ctx: AgentContext, cancel: threading.Event) -> AgentRun:
+        from ale_flow.agent import Agent
+        from ale_flow.models.openai import OpenAIConfig, OpenAIModel
+
+        settings = self._settings(ctx)
+        model = OpenAIModel(OpenAIConfig(
+            base_url=ctx.base_url, model=ctx.model, api_key=ctx.api_key, native_tools=settings.model.native_tools,
+            temperature=ctx.params.temperature, max_tokens=ctx.params.max_tokens, max_retries=settings.model.max_retries,
+            timeout_s=ctx.budget_s, context_window=settings.model.context_window))
+        agent = Agent(model, self._workspace(ctx), settings, record=False, allow_subagents=False)
+        finished = threading.Event()
+
+        def watch() -> None:  # the runner gave up on the episode: stop the loop and kill its command
+            cancel.wait()
+            if not finished.is_set():
+                agent.interrupt()
+
+        threading.Thread(target=watch, daemon=True, name="flow-agent-cancel").start()
+        try:
+            stopped = agent.run_to_end(ctx.prompt)
+        finally:
+            finished.set()
+            cancel.set()  # releases the watcher
+            agent.close()
+            model.close()
+        reason = stopped.reason.value
+        return AgentRun(0, stopped.final_message, reason in _FLOW_LIMIT_STOPS or reason == "interrupted", reason,
+                        model_failed=reason == "model_error")
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
