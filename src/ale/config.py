@@ -31,6 +31,44 @@ class SmokeConfig(BaseModel):
     """Sandboxes created, exercised and deleted."""
 
 
+class SynthesisConfig(BaseModel):
+    """The teacher's episodes in sandboxes (the SFT data, before filtering)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episodes: int = Field(default=240, ge=1, le=100_000)
+    """Teacher episodes, one per training start state (seeds from `first_seed`)."""
+    first_seed: int = Field(default=100_000, ge=0, lt=1_000_000)
+    """Seed of the first synthesis episode (a training seed: below the held-out range)."""
+    concurrency: int = Field(default=4, ge=1, le=64)
+    """Sandboxes used at once."""
+    max_turns: int = Field(default=5, ge=1)
+    """Guesses per lock (the environment's max_turns)."""
+    noise: dict[str, float] = Field(default_factory=dict)
+    """Teacher mistake probabilities (`ale.job.teacher.TeacherNoise` fields)."""
+
+
+class JobConfig(BaseModel):
+    """The default job: synthesize → filter → SFT → RL → evaluate (`ale.job.pipeline`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Run the job after the stack check (false: bring the stack up and check it only)."""
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, max_length=16)
+    """Training seeds; each runs SFT + RL from the same initial model, and held-out success pools them."""
+    synthesis: SynthesisConfig = Field(default_factory=SynthesisConfig)
+    """The teacher's episodes."""
+    roll: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of the embedded ale-roll config (`ale/job/default_roll.yaml`), as a nested mapping."""
+    roll_config: str | None = None
+    """Another ale-roll YAML instead of the embedded one (e.g. examples/up/smollm2.yaml)."""
+    compare_steps: int = Field(default=6, ge=0)
+    """RL steps run in one process without services to measure `stack_vs_inprocess` (0 = skip)."""
+    job_timeout_s: float = Field(default=1800.0, gt=0)
+    """Limit of one training job on the TrainerService."""
+
+
 class UpConfig(BaseModel):
     """Everything `ale up` does."""
 
@@ -40,6 +78,8 @@ class UpConfig(BaseModel):
     """The services."""
     smoke: SmokeConfig = Field(default_factory=SmokeConfig)
     """The stack check."""
+    job: JobConfig = Field(default_factory=JobConfig)
+    """The default job."""
 
 
 class ConfigError(ValueError):

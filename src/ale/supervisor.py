@@ -168,3 +168,42 @@ def _signal_group(pid: int, sig: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+class Watchdog:
+    """Restarts a service of the stack that died (same command line, same port), counting restarts.
+
+    A worker lost mid-run comes back and re-registers; the rollouts it was serving fail, and the
+    trainer filters and resamples them — the run goes on (integration_tests check this).
+    """
+
+    def __init__(self, stack: Stack, names: list[str], interval_s: float = 0.5, max_restarts: int = 5) -> None:
+        import threading
+
+        self.stack = stack
+        self.names = names
+        self.interval_s = interval_s
+        self.max_restarts = max_restarts
+        self.restarts: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ale-watchdog", daemon=True)
+
+    def start(self) -> Watchdog:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            for name in self.names:
+                s = self.stack.services.get(name)
+                if s is None or pid_alive(s.pid) or self._stop.is_set():
+                    continue
+                if self.restarts.get(name, 0) >= self.max_restarts:
+                    continue
+                _signal_group(s.pid, signal.SIGKILL)  # reap, and take down anything it left
+                self.restarts[name] = self.restarts.get(name, 0) + 1
+                self.stack.start(ServiceSpec(name, s.argv, s.port, s.health_service))

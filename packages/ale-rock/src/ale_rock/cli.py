@@ -1,4 +1,4 @@
-"""The ``ale-rock`` command: ``admin``, ``worker``, ``sandbox …`` and ``bench``.
+"""The ``ale-rock`` command: ``admin``, ``worker``, ``proxy``, ``sandbox …`` and ``bench``.
 
 Heavy modules are imported inside the commands, so ``ale-rock --help`` stays fast.
 """
@@ -117,6 +117,45 @@ def worker(
     if ctx.args:
         raise _err(f"unexpected arguments {ctx.args}; use --set key=value", 2)
     raise typer.Exit(run_worker(WorkerConfig.model_validate(data)))
+
+
+@app.command()
+def proxy(
+    config: Annotated[Path | None, typer.Option(help="YAML config file (see ModelProxyConfig).")] = None,
+    host: Annotated[str | None, typer.Option(help="Interface both servers bind.")] = None,
+    grpc_port: Annotated[int | None, typer.Option(help="ModelProxyService port (0 = a free one).")] = None,
+    http_port: Annotated[int | None, typer.Option(help="OpenAI endpoint port (0 = a free one).")] = None,
+    inference_address: Annotated[str | None, typer.Option(
+        help="Upstream: ale-roll's InferenceService at host:port (token-exact records).")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        help="Upstream: an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for episodes that give none.")] = None,
+    upstream_api_key: Annotated[str | None, typer.Option(
+        envvar="ALE_PROXY_UPSTREAM_API_KEY", help="Key sent to the OpenAI-compatible upstream.")] = None,
+    public_base_url: Annotated[str | None, typer.Option(
+        help="Base URL handed to agents (as their sandboxes reach the proxy).")] = None,
+    record_dir: Annotated[str | None, typer.Option(help="Also append every call to DIR/<episode>.jsonl.")] = None,
+) -> None:
+    """Run the ModelProxy (gRPC ModelProxyService + OpenAI HTTP endpoint) until SIGTERM."""
+    import yaml
+
+    from ale_rock.proxy.service import ModelProxyConfig, run_model_proxy
+
+    if inference_address and base_url:
+        raise _err("give --inference-address or --base-url, not both", 2)
+    data: dict[str, Any] = yaml.safe_load(config.read_text()) if config else {}
+    if inference_address:
+        data.update(default_upstream="inference", default_target=inference_address)
+    elif base_url:
+        data.update(default_upstream="openai", default_target=base_url)
+    flags = {"host": host, "grpc_port": grpc_port, "http_port": http_port, "default_model": model,
+             "openai_api_key": upstream_api_key, "public_base_url": public_base_url, "record_dir": record_dir}
+    data.update({k: v for k, v in flags.items() if v is not None})
+    try:
+        cfg = ModelProxyConfig.model_validate(data)
+    except ValueError as e:
+        raise _err(f"bad proxy config: {e}", 2) from None
+    raise typer.Exit(run_model_proxy(cfg))
 
 
 # -- sandboxes -------------------------------------------------------------------------------------

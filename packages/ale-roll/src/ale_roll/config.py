@@ -9,6 +9,7 @@ values are parsed as YAML scalars (`16`, `true`, `[a, b]`) and then typed by the
 
 from __future__ import annotations
 
+import copy
 import difflib
 from pathlib import Path
 from typing import Any, Literal
@@ -357,7 +358,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
 
 def build_config(raw: dict[str, Any], overrides: list[str] | None = None, config_dir: str | Path = ".") -> RunConfig:
     """Validate a raw dict (plus overrides) into a RunConfig; ConfigError names every bad key."""
-    raw = apply_overrides(dict(raw), list(overrides or []))
+    raw = apply_overrides(copy.deepcopy(raw), list(overrides or []))  # never mutate the caller's mapping
     raw.setdefault("config_dir", str(config_dir))
     try:
         return RunConfig.model_validate(raw)

@@ -232,6 +232,9 @@ class Controller:
         summary: dict[str, Any] = {"resumed_from": self.step if self.resumed else None}
         try:
             if not self.resumed:
+                # The inference engine may be a shared service that last served another run: give
+                # it exactly this run's starting weights (verified) before anything is generated.
+                self._push_weights()
                 # eval/* at step 0 is where RL starts (after the warm-up); *_untrained is before it.
                 untrained = await self.evaluate()
                 start = {f"{k}_untrained": v for k, v in untrained.items()}

@@ -179,6 +179,12 @@ def serve_trainer_service(host: str = "127.0.0.1", port: int = 0) -> TrainerServ
     """Start a TrainerService and return it running."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="trainer-rpc"))
     trainer_pb2_grpc.add_TrainerServiceServicer_to_server(TrainerServicer(), server)
+    try:  # health + reflection, so supervisors (`ale up`) can wait for SERVING
+        from ale_proto.serving import add_standard_services
+
+        add_standard_services(server, [trainer_pb2.DESCRIPTOR.services_by_name["TrainerService"].full_name])
+    except ImportError:  # ale-proto without its [server] extra: serve without them
+        pass
     bound = server.add_insecure_port(f"{host}:{port}")
     server.start()
     return TrainerServer(server, bound, host)

@@ -121,6 +121,13 @@ def _builtins() -> None:
         max_turns=8,
     )
     register(
+        "game:DigitLock-v0",
+        f"{games}.digit_lock:DigitLock",
+        description="Open a 3-digit lock in 5 guesses with per-digit higher/lower/correct feedback "
+        "(seeds >= 1000000 are held-out codes).",
+        tags=game,
+    )
+    register(
         "game:FrozenLake-v0",
         f"{games}.frozen_lake:FrozenLake",
         description="Walk a 4x4 frozen lake to the goal without falling into a hole.",

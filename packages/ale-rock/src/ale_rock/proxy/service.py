@@ -1,9 +1,12 @@
 """ModelProxyService (gRPC): open/close episodes and stream their records; plus
-``serve_model_proxy(config)`` that runs the gRPC service and the HTTP endpoint together."""
+``serve_model_proxy(config)`` that runs the gRPC service and the HTTP endpoint together, and
+``run_model_proxy(config)`` that also blocks until SIGTERM/SIGINT (the ``ale-rock proxy`` entry)."""
 
 from __future__ import annotations
 
 import functools
+import signal
+import threading
 from concurrent import futures
 from typing import Any, Literal
 
@@ -43,6 +46,8 @@ class ModelProxyConfig(BaseModel):
     """Upstream for episodes opened with UPSTREAM_KIND_UNSPECIFIED."""
     default_target: str = ""
     """Upstream address for episodes that give none."""
+    default_model: str = ""
+    """Model name for episodes that give none ("" = the agent's request names it)."""
     openai_api_key: str = ""
     """Key the proxy sends to an OpenAI-compatible upstream."""
     retries: int = 4
@@ -90,13 +95,14 @@ class ModelProxyServicer(model_proxy_pb2_grpc.ModelProxyServiceServicer):
             )
         kind = _KINDS.get(request.upstream, self.config.default_upstream)
         target = request.upstream_target or self.config.default_target
+        model = request.model or self.config.default_model
         if not target:
             abort(
                 context,
                 make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, "no upstream target", "upstream_target"),
             )
         try:
-            upstream = self._upstream(kind, target, request.model)
+            upstream = self._upstream(kind, target, model)
         except (OSError, ValueError) as e:
             abort(
                 context,
@@ -104,7 +110,7 @@ class ModelProxyServicer(model_proxy_pb2_grpc.ModelProxyServiceServicer):
             )
         try:
             ep = self.proxy.book.open(
-                request.episode_id, request.sandbox_id, upstream, request.model, request.max_calls
+                request.episode_id, request.sandbox_id, upstream, model, request.max_calls
             )
         except KeyError:
             abort(
@@ -190,3 +196,17 @@ def serve_model_proxy(config: ModelProxyConfig | None = None) -> ModelProxyServe
     port = server.add_insecure_port(f"{cfg.host}:{cfg.grpc_port}")
     server.start()
     return ModelProxyServer(server, http, proxy, f"{cfg.host}:{port}", http_url)
+
+
+def run_model_proxy(config: ModelProxyConfig) -> int:
+    """Serve until SIGTERM or SIGINT, then stop both servers. Prints the bound addresses first."""
+    srv = serve_model_proxy(config)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    upstream = f"{config.default_upstream} {config.default_target}" if config.default_target else "per episode"
+    print(f"ale-rock proxy listening on grpc {srv.grpc_address} http {srv.http_url} (upstream: {upstream})",
+          flush=True)
+    done.wait()
+    srv.stop()
+    return 0

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ale_rock.backends.base import Limits
+from ale_rock.envs.server import EnvServerConfig
 
 
 class WorkerConfig(BaseModel):
@@ -52,3 +53,14 @@ class WorkerConfig(BaseModel):
     """Limit mechanism of the local backend."""
     kill_grace_s: float = Field(default=2.0, ge=0)
     """Seconds a timed-out command gets between SIGTERM and SIGKILL."""
+    serve_envs: bool = False
+    """Also serve the EnvService (the one of ``ale_rock.envs.server``, Batch included) on this
+    worker's port: RL rollouts' text games run on the worker, so losing a worker loses its
+    episodes like a real environment worker."""
+    env_api_key: str = ""
+    """With ``serve_envs``: EnvService calls must send ``authorization: Bearer <env_api_key>`` (as
+    ``RemoteEnv(api_key=...)`` and ``BatchEnvClient(api_key=...)`` do); "" = no key, like the rest
+    of the worker's port."""
+    envs: EnvServerConfig = Field(default_factory=EnvServerConfig)
+    """Limits of the hosted EnvService (max_envs, timeouts, batch sizes, where terminal tasks run);
+    its host, port and max_workers are unused: it shares the worker's server."""

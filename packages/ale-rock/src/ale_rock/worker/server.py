@@ -1,4 +1,5 @@
-"""The Worker process: WorkerService + RockletService proxy on one TCP port, egress gateway, admin link.
+"""The Worker process: WorkerService + RockletService proxy (+ EnvService with ``serve_envs``) on one
+TCP port, egress gateway, admin link.
 
 ``serve_worker(config)`` starts everything and returns a handle; ``run_worker(config)`` also
 blocks until SIGTERM/SIGINT and shuts down gracefully (the CLI entry).
@@ -22,8 +23,12 @@ from ale_proto.v1 import common_pb2, sandbox_pb2, worker_pb2, worker_pb2_grpc
 
 from ale_rock.backends.base import Limits, SandboxBackend
 from ale_rock.egress.gateway import EgressGateway
+from ale_rock.envs.host import EnvHost
+from ale_rock.envs.server import SERVICE_NAME as ENV_SERVICE
+from ale_rock.envs.server import add_env_service
 from ale_rock.rocklet.server import GRPC_OPTIONS
 from ale_rock.worker.config import WorkerConfig
+from ale_rock.worker.envs import env_interceptors
 from ale_rock.worker.proxy import RockletProxy
 from ale_rock.worker.registration import Registrar
 from ale_rock.worker.servicer import WorkerServicer
@@ -113,11 +118,18 @@ class WorkerHandle:
             on_removed=self.proxy.forget,
         )
         self.server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="worker"), options=GRPC_OPTIONS
+            futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="worker"),
+            options=GRPC_OPTIONS,
+            interceptors=env_interceptors(config.serve_envs, config.env_api_key),
         )
         worker_pb2_grpc.add_WorkerServiceServicer_to_server(self.servicer, self.server)
         self.server.add_generic_rpc_handlers((self.proxy.handler(),))
-        self.health = add_standard_services(self.server, ["ale.v1.WorkerService", "ale.v1.RockletService"])
+        services = ["ale.v1.WorkerService", "ale.v1.RockletService"]
+        self.env_host: EnvHost | None = None
+        if config.serve_envs:
+            self.env_host = add_env_service(self.server, config.envs)
+            services.append(ENV_SERVICE)
+        self.health = add_standard_services(self.server, services)
         host, _, _ = config.address.rpartition(":")
         self.port = self.server.add_insecure_port(config.address)
         if host in ("0.0.0.0", "[::]", ""):  # listening everywhere: tell the admin a dialable name
@@ -139,7 +151,8 @@ class WorkerHandle:
                 config.retry_interval_s,
             )
             self.registrar.start()
-        log.info("worker %s serving on %s (backend %s)", config.worker_id, self.address, self.backend.name)
+        log.info("worker %s serving on %s (backend %s%s)", config.worker_id, self.address, self.backend.name,
+                 ", EnvService" if config.serve_envs else "")
 
     def _adopt_survivors(self) -> None:
         """Sandboxes that outlived a restart (docker) keep their egress identity, deny-all until the
@@ -224,6 +237,8 @@ class WorkerHandle:
         if self.registrar is not None:
             self.registrar.stop(deregister, self.config.worker_id)
         self.server.stop(grace=grace_s).wait(grace_s + 1)
+        if self.env_host is not None:
+            self.env_host.shutdown()
         for sid in self.backend.list():
             try:
                 self.servicer.remove(sid)

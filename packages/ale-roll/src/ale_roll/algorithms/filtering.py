@@ -17,6 +17,8 @@ that entry on `put`; when the helper gives up (returns None) call `buffer.abando
 
 from __future__ import annotations
 
+import asyncio
+
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -152,8 +154,13 @@ def rollout_with_resampling(rollout: Callable[[S], Trajectory], state: S, filter
 async def arollout_with_resampling(rollout: Callable[[S], Awaitable[Trajectory]], state: S,
                                    filters: Sequence[TrajectoryFilter], max_attempts: int = 3,
                                    stats: FilterStats | None = None,
-                                   episode_id: str | None = None) -> Trajectory | None:
-    """asyncio twin of `rollout_with_resampling` (cancellation propagates)."""
+                                   episode_id: str | None = None, retry_backoff_s: float = 0.5) -> Trajectory | None:
+    """asyncio twin of `rollout_with_resampling` (cancellation propagates).
+
+    After an infrastructure failure (an exception, not a filtered trajectory) the next attempt
+    waits `retry_backoff_s`, doubling each time: a lost worker or sandbox gets a moment to come
+    back instead of every in-flight episode burning its attempts within milliseconds.
+    """
     stats = stats if stats is not None else FilterStats()
     for attempt in range(1, max_attempts + 1):
         traj, error = None, None
@@ -164,5 +171,7 @@ async def arollout_with_resampling(rollout: Callable[[S], Awaitable[Trajectory]]
         kept = _judge(traj, error, filters, stats, attempt, episode_id)
         if kept is not None:
             return kept
+        if error is not None and attempt < max_attempts and retry_backoff_s > 0:
+            await asyncio.sleep(min(retry_backoff_s * 2 ** (attempt - 1), 10.0))
     stats.exhausted += 1
     return None

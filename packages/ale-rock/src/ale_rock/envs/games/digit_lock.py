@@ -1,0 +1,119 @@
+"""DigitLock: open a lock of ``digits`` digits (each ``0..base-1``) within ``max_turns`` guesses.
+
+Every guess names all digits at once ("4 4 4"); the feedback says, per digit, ``higher``,
+``lower`` or ``correct`` ("higher lower correct"). The lock opens (reward 1) when every digit is
+right. A per-digit binary search opens any 3-digit base-10 lock in 4 guesses.
+
+Why this game: it has many distinct start states (1000 codes for 3 digits) while each decision
+stays small (a per-digit binary search over 10 values), so a tiny model can learn it on a CPU in
+minutes and a held-out set can have hundreds of distinct start states.
+
+**Held-out split by seed.** Codes are split once, by a fixed pseudo-random rule, into a training
+half and a held-out half. A reset with ``seed < heldout_seed`` draws a training code from the
+seed; ``seed >= heldout_seed`` enumerates the held-out codes in order
+(``seed - heldout_seed`` is the index), so evaluation seeds ``heldout_seed + 0..n-1`` are ``n``
+distinct held-out codes (up to the size of the half) that training never sees.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from functools import cache
+from typing import Any
+
+from ale_rock.envs.core import Env, StepResult
+from ale_rock.envs.games.parsing import answer_text
+
+_DIGIT = re.compile(r"\d")
+
+
+@cache
+def split_codes(digits: int, base: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(training codes, held-out codes): every code in exactly one, fixed across runs and machines."""
+    train: list[int] = []
+    heldout: list[int] = []
+    for code in range(base**digits):
+        (heldout if random.Random(f"digit-lock-{code}").random() < 0.5 else train).append(code)
+    return tuple(train), tuple(heldout)
+
+
+def code_digits(code: int, digits: int, base: int) -> list[int]:
+    """The digits of ``code``, most significant first."""
+    out = []
+    for _ in range(digits):
+        code, d = divmod(code, base)
+        out.append(d)
+    return out[::-1]
+
+
+class DigitLock(Env):
+    """See the module docstring. An action without exactly ``digits`` digits is invalid (uses a turn)."""
+
+    def __init__(self, digits: int = 3, base: int = 10, max_turns: int = 5, heldout_seed: int = 1_000_000,
+                 seed: int | None = None) -> None:
+        super().__init__(seed)
+        if not 1 <= digits <= 6 or not 2 <= base <= 10 or max_turns < 1:
+            raise ValueError("need 1 <= digits <= 6, 2 <= base <= 10 and max_turns >= 1")
+        self.digits, self.base, self.max_turns, self.heldout_seed = digits, base, max_turns, heldout_seed
+        self.action_description = f"{digits} digits (0-{base - 1}) separated by spaces, e.g. " + " ".join(
+            ["4"] * digits) + "."
+        self.code = [0] * digits
+        self.turn = 0
+        self._seed: int | None = seed
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        self._seed = seed
+        return super().reset(seed)
+
+    def _reset(self) -> tuple[str, dict[str, Any]]:
+        train, heldout = split_codes(self.digits, self.base)
+        if self._seed is not None and self._seed >= self.heldout_seed:
+            code = heldout[(self._seed - self.heldout_seed) % len(heldout)]
+            split = "heldout"
+        else:
+            code = train[self.rng.randrange(len(train))]
+            split = "train"
+        self.code = code_digits(code, self.digits, self.base)
+        self.turn = 0
+        obs = (f"A lock with {self.digits} digits, each 0-{self.base - 1}. Guess all digits each turn; every "
+               f"digit gets higher, lower or correct. You have {self.max_turns} guesses.")
+        return obs, {"turn": 0, "max_turns": self.max_turns, "split": split, "code": code}
+
+    def parse(self, action: str) -> list[int] | None:
+        """The guessed digits, or None when the action does not name exactly ``digits`` of them."""
+        found = [int(d) for d in _DIGIT.findall(answer_text(action))]
+        if len(found) != self.digits or any(d >= self.base for d in found):
+            return None
+        return found
+
+    def _step(self, action: str) -> StepResult:
+        self.turn += 1
+        info: dict[str, Any] = {"turn": self.turn}
+        out_of_turns = self.turn >= self.max_turns
+        guess = self.parse(action)
+        if guess is None:
+            info["invalid_action"] = True
+            return f"invalid: answer with {self.action_description}", 0.0, False, out_of_turns, info
+        if guess == self.code:
+            info["success"] = True
+            return "open", 1.0, True, False, info
+        feedback = " ".join("correct" if g == c else ("higher" if g < c else "lower")
+                            for g, c in zip(guess, self.code, strict=True))
+        if out_of_turns:
+            return f"{feedback} closed", 0.0, False, True, info
+        return feedback, 0.0, False, False, info
+
+
+def expert_guess(history: list[tuple[list[int], list[str]]], digits: int = 3, base: int = 10) -> list[int]:
+    """The per-digit binary search: the next guess from the (guess, feedback) history."""
+    lo, hi = [0] * digits, [base - 1] * digits
+    for guess, feedback in history:
+        for i, (g, f) in enumerate(zip(guess, feedback, strict=True)):
+            if f == "correct":
+                lo[i] = hi[i] = g
+            elif f == "higher":
+                lo[i] = max(lo[i], g + 1)
+            elif f == "lower":
+                hi[i] = min(hi[i], g - 1)
+    return [(a + b) // 2 for a, b in zip(lo, hi, strict=True)]

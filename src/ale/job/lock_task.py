@@ -1,0 +1,63 @@
+"""DigitLock as a sandbox task: a stdlib-only script holds the lock; the agent opens it with a shell tool.
+
+The script gives exactly the feedback of `ale_rock.envs.games.digit_lock.DigitLock` (a test checks
+it): `python3 /workspace/lock.py 4 4 4` prints `higher lower correct`, `open`, or an `invalid: ...`
+line, appends the guess to `/workspace/.lock/guesses`, and refuses guesses after the lock opened
+or the turns ran out. The code sits in a root-owned, read-only file (`/workspace/.lock/code`)
+that only the setup writes, so a re-check in a fresh sandbox replays the same lock.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+SCRIPT = r'''
+import os, sys
+state = "/workspace/.lock"
+code = open(os.path.join(state, "code")).read().split()
+max_turns = int(open(os.path.join(state, "max_turns")).read())
+log = os.path.join(state, "guesses")
+done = os.path.exists(os.path.join(state, "opened"))
+turns = len(open(log).read().splitlines()) if os.path.exists(log) else 0
+if done or turns >= max_turns:
+    print("closed: no guesses left" if not done else "open")
+    sys.exit(2)
+guess = [a for a in " ".join(sys.argv[1:]).replace(",", " ").split() if a]
+with open(log, "a") as f:
+    f.write(" ".join(guess) + "\n")
+if len(guess) != len(code) or not all(g.isdigit() and len(g) == 1 for g in guess):
+    print("invalid: answer with %d digits separated by spaces" % len(code))
+    sys.exit(1)
+if guess == code:
+    open(os.path.join(state, "opened"), "w").close()
+    print("open")
+    sys.exit(0)
+print(" ".join("correct" if g == c else ("higher" if int(g) < int(c) else "lower") for g, c in zip(guess, code)))
+'''
+
+PROMPT = ("Open the lock. It has 3 digits, each 0-9, and you have {max_turns} guesses. Run "
+          "`python3 /workspace/lock.py D D D` with your guess; every digit answers higher, lower or correct.")
+
+
+def setup_commands(code: list[int], max_turns: int) -> str:
+    """One shell command that installs the task in a fresh sandbox."""
+    digits = " ".join(map(str, code))
+    return (f"mkdir -p /workspace/.lock && printf %s {shlex.quote(SCRIPT)} > /workspace/lock.py && "
+            f"printf %s {shlex.quote(digits)} > /workspace/.lock/code && "
+            f"printf %s {max_turns} > /workspace/.lock/max_turns && chmod 0444 /workspace/.lock/code")
+
+
+def guess_command(guess: list[int] | str) -> str:
+    """The shell command for a guess."""
+    text = guess if isinstance(guess, str) else " ".join(map(str, guess))
+    return f"python3 /workspace/lock.py {text}"
+
+
+def replay_in_sandbox(sandbox: Any, code: list[int], max_turns: int, actions: list[str],
+                      timeout: float = 30.0) -> tuple[bool, list[str]]:
+    """Re-execute `actions` against a freshly installed lock in one exec; (opened, outputs)."""
+    guesses = "; ".join(guess_command(shlex.join(a.split())) for a in actions) or "true"
+    res = sandbox.exec(f"{setup_commands(code, max_turns)} && {{ {guesses}; }}", timeout=timeout)
+    outputs = [line.strip() for line in res.stdout.splitlines() if line.strip()]
+    return bool(outputs) and outputs[-1] == "open" and "open" not in outputs[:-1], outputs
