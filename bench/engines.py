@@ -11,6 +11,12 @@ Each section runs in its own subprocess (DeepSpeed and vLLM both set up process-
 - ``sync_vs_copy``: seconds of one verified weight sync (fingerprints on both sides, transfer, load)
   over seconds of one ``state_dict`` copy, same model. Reported for the in-process HF engine and for
   vLLM through shared memory (the headline is vLLM when it ran).
+- ``service_vs_inprocess``: generated tokens/s through the InferenceService (``ale-roll
+  serve-inference`` in its own process, HF engine, tiny model) over in-process ``engine.generate``
+  on the same model, for 64, 128 and 256 1-token requests (the worst of the three): sent through
+  ``InferenceClient.generate`` (one ``GenerateBatch`` call: what the trainer's rollout sends).
+  ``service_streams_vs_inprocess`` sends the same requests as that many concurrent ``Generate``
+  streams from client threads (what the ModelProxy sends: one RPC per agent call).
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-SECTIONS = ("train", "generate", "sync")
+SECTIONS = ("train", "generate", "sync", "service")
+SERVICE_SIZES = (64, 128, 256)
 
 
 def _model_for_generation(work: Path) -> tuple[Path, str]:
@@ -151,6 +158,89 @@ def bench_sync(work: Path) -> dict:
     return out
 
 
+def _start_server(model: Path, work: Path) -> tuple[subprocess.Popen, str]:
+    port_file = work / "service.port"
+    port_file.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, "-m", "ale_roll.cli", "serve-inference", "--model", str(model),
+                             "--port-file", str(port_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            # As `ale up` runs it: the engine runs on the batcher's thread, where a second
+                            # OpenMP pool would spin against the main thread's.
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.monotonic() + 300
+    while not port_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("ale-roll serve-inference did not start")
+        time.sleep(0.2)
+    return proc, f"127.0.0.1:{int(port_file.read_text())}"
+
+
+def bench_service(work: Path, repeats: int = 10) -> dict:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ale_proto.v1 import inference_pb2
+    from ale_roll.engines.base import SamplingParams
+    from ale_roll.engines.hf_engine import HFInferenceEngine
+    from ale_roll.engines.inference_client import InferenceClient, sampling_to_proto
+    from ale_roll.models import build_tiny_model, load_model
+
+    path = work / "service-tiny"
+    if not (path / "config.json").exists():
+        build_tiny_model(path)
+    params = SamplingParams(max_tokens=1, temperature=0.0, ignore_eos=True)
+
+    def prompts(n: int) -> list[list[int]]:
+        return [[1, 5 + i % 300, 7 + (i * 7) % 300, 9 + (i * 13) % 300] for i in range(n)]
+
+    def run(fn, n: int) -> float:
+        t0 = time.perf_counter()
+        tokens = fn(n)
+        return tokens / (time.perf_counter() - t0)
+
+    import torch
+
+    torch.set_num_threads(1)  # the same intra-op threads as the server process (OMP_NUM_THREADS=1)
+    local = HFInferenceEngine(load_model(path)[0])
+    proc, address = _start_server(path, work)
+    client = InferenceClient(address, timeout_s=300)
+    pool = ThreadPoolExecutor(max(SERVICE_SIZES))
+    sp = sampling_to_proto(params)
+
+    def one(prompt: list[int]) -> int:
+        req = inference_pb2.GenerateRequest(prompt_token_ids=prompt, sampling=sp)
+        return sum(len(m.token_ids) for m in client.stub.Generate(req, timeout=300))
+
+    ways = {
+        "inprocess": lambda k: sum(len(g.token_ids) for g in local.generate(prompts(k), params)),
+        "streams": lambda k: sum(pool.map(one, prompts(k))),
+        "batch": lambda k: sum(len(g.token_ids) for g in client.generate(prompts(k), params)),
+    }
+    best = {w: dict.fromkeys(SERVICE_SIZES, 0.0) for w in ways}
+    try:
+        for n in SERVICE_SIZES:
+            for fn in ways.values():
+                fn(n)  # warm-up
+            # Interleaved, best of `repeats`: the shared machine's load changes minute to minute.
+            for _ in range(repeats):
+                for w, fn in ways.items():
+                    best[w][n] = max(best[w][n], run(fn, n))
+    finally:
+        pool.shutdown()
+        client.close()
+        proc.terminate()
+        proc.wait(60)
+    inproc, streams, batch = best["inprocess"], best["streams"], best["batch"]
+    return {
+        "service_vs_inprocess": min(batch[n] / inproc[n] for n in SERVICE_SIZES),
+        "service_streams_vs_inprocess": min(streams[n] / inproc[n] for n in SERVICE_SIZES),
+        "service_detail": {n: {"inprocess_tokens_per_s": inproc[n], "generate_streams_tokens_per_s": streams[n],
+                               "generate_batch_tokens_per_s": batch[n]} for n in SERVICE_SIZES},
+        "service_setup": "tiny random-init Qwen2, HF engine, 1-token greedy requests, 1 intra-op thread on both sides; "
+                         "server in its own process",
+        "service_load_avg": os.getloadavg()[0],
+    }
+
+
 def _run_section(section: str, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, __file__, "--section-child", section, "--work", args.work,
            "--steps", str(args.steps), "--max-tokens", str(args.max_tokens)]
@@ -175,7 +265,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     if args.section_child:
         fn = {"train": lambda: bench_train(work, args.steps), "generate": lambda: bench_generate(work, args.max_tokens),
-              "sync": lambda: bench_sync(work)}[args.section_child]
+              "sync": lambda: bench_sync(work), "service": lambda: bench_service(work)}[args.section_child]
         print(json.dumps(fn()))
         return
     result: dict = {}
@@ -183,7 +273,7 @@ def main() -> None:
         if section not in SECTIONS:
             p.error(f"unknown section {section!r}; choose from {SECTIONS}")
         result |= _run_section(section, args)
-    for key in ("deepspeed_vs_torch", "vllm_vs_hf", "sync_vs_copy"):
+    for key in ("deepspeed_vs_torch", "vllm_vs_hf", "sync_vs_copy", "service_vs_inprocess", "service_streams_vs_inprocess"):
         val = result.get(key)
         print(f"{key:>20}: {val:.3f}" if isinstance(val, float) else f"{key:>20}: {val}", file=sys.stderr)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))

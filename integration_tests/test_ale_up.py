@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,7 +52,7 @@ def ale_env(runs_root: Path) -> dict[str, str]:
 
 
 def test_up_keep_status_down_leaves_nothing(ale_env: dict[str, str], runs_root: Path) -> None:
-    r = run_ale("up", "--keep", "smoke.sandboxes=2", env=ale_env)
+    r = run_ale("up", "--keep", "smoke.sandboxes=2", "job.enabled=false", env=ale_env)
     assert r.returncode == 0, r.stdout + r.stderr
     run_dir = (runs_root / "latest").resolve()
     report = json.loads((run_dir / "report.json").read_text())
@@ -76,3 +78,95 @@ def test_bad_override_is_a_clear_error(ale_env: dict[str, str]) -> None:
 def test_status_without_a_run(ale_env: dict[str, str]) -> None:
     r = run_ale("status", env=ale_env, timeout=60)
     assert r.returncode == 1 and "no run yet" in r.stdout
+
+
+# -- the job -----------------------------------------------------------------------------------
+TINY_JOB = """
+smoke: {sandboxes: 1}
+job:
+  seeds: [0]
+  compare_steps: 2
+  synthesis: {episodes: 16, concurrency: 2}
+  roll:
+    iterations: %(iterations)d
+    rollout: {batch_size: 32, group_size: 4, episodes_in_flight: 32, max_batch: 64, max_attempts: 4}
+    sft: {steps: 5}
+    eval: {episodes: 24}
+    checkpoint: {every: 2}
+"""
+
+
+def stack_pids(run_dir: Path) -> dict[str, int]:
+    return {s["name"]: s["pid"] for s in json.loads((run_dir / "stack.json").read_text())["services"]}
+
+
+def test_up_runs_every_stage_of_a_tiny_job_and_leaves_nothing(ale_env: dict[str, str], runs_root: Path,
+                                                              tmp_path: Path) -> None:
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY_JOB % {"iterations": 3})
+    r = run_ale("up", "-c", str(cfg), env=ale_env, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    run_dir = (runs_root / "latest").resolve()
+    assert f"report: {run_dir / 'report.json'}" in r.stdout.replace("\n", "")
+    report = json.loads((run_dir / "report.json").read_text())
+    assert set(report["services"]) == {"admin", "worker", "inference", "model-proxy", "trainer"}
+    # The funnel only ever shrinks, and what survived became the SFT data.
+    counts = list(report["filter"].values())
+    assert counts[0] == 16 and all(a >= b for a, b in zip(counts, counts[1:])) and counts[-1] > 0
+    demos = (run_dir / "data" / "demos.jsonl").read_text().splitlines()
+    assert len(demos) == counts[-1]
+    for stage in ("untrained", "sft", "rl"):
+        st = report["stages"][stage]
+        assert st["episodes"] == 24
+        lo, hi = st["ci95"]
+        assert 0.0 <= lo <= st["success"] <= hi <= 1.0
+    assert report["seeds"][0]["rl_steps"] == 3
+    assert report["stack_vs_inprocess"] > 0
+    assert report["throughput"]["stack"]["episodes"] > 0 and report["wall_s"] > 0
+    assert Path(report["curves_png"]).stat().st_size > 0
+    # The trainer wrote its metrics and checkpoints where the report says.
+    assert (run_dir / "train" / "seed-0" / "metrics.jsonl").exists()
+    assert list((run_dir / "train" / "seed-0" / "checkpoints").iterdir())
+    # `ale up` without --keep stopped everything it started.
+    assert processes_mentioning(str(run_dir)) == []
+    assert mounts_mentioning(str(run_dir)) == []
+
+
+def test_killing_the_worker_mid_rl_loses_only_episodes(ale_env: dict[str, str], runs_root: Path,
+                                                       tmp_path: Path) -> None:
+    """Fault injection on the live stack: SIGKILL the worker (which serves the rollouts' environments)
+    during RL. The watchdog restarts it, the lost episodes are resampled and counted, the run ends."""
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY_JOB % {"iterations": 8})
+    proc = subprocess.Popen([*ALE, "up", "-c", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=ale_env)
+    try:
+        deadline = time.monotonic() + 400
+        metrics = None
+        while time.monotonic() < deadline:
+            latest = runs_root / "latest"
+            if latest.exists():
+                metrics = latest.resolve() / "train" / "seed-0" / "metrics.jsonl"
+                if metrics.exists() and any('"step": 2' in line for line in metrics.read_text().splitlines()):
+                    break
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            time.sleep(0.2)
+        else:
+            raise AssertionError("RL never reached step 2")
+        run_dir = (runs_root / "latest").resolve()
+        worker = stack_pids(run_dir)["worker"]
+        os.killpg(worker, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert proc.returncode == 0, out[-4000:]
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["restarts"] == {"worker": 1}
+    assert report["seeds"][0]["rl_steps"] == 8
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    last = rows[-1] if "filter/accepted" in rows[-1] else next(r for r in reversed(rows) if "filter/accepted" in r)
+    lost = last.get("filter/rejected/rollout_exception", 0.0)
+    assert lost > 0, "the killed worker's episodes should have failed and been resampled"
+    assert processes_mentioning(str(run_dir)) == []

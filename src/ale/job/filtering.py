@@ -15,7 +15,6 @@ formatting so their token ids are exactly what the policy will see.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ale.job.synthesis import Episode
@@ -39,16 +38,18 @@ def finished(e: Episode) -> bool:
     return bool(e.outputs) and e.outputs[-1] == "open"
 
 
-def run_filter(episodes: list[Episode], recheck: Callable[[Episode], bool],
-               concurrency: int = 4) -> tuple[list[Episode], dict[str, int]]:
-    """Apply the stages; returns the survivors and the count after each stage."""
+def run_filter(episodes: list[Episode], recheck: Callable[[list[Episode]], list[bool]]
+               ) -> tuple[list[Episode], dict[str, int]]:
+    """Apply the stages; returns the survivors and the count after each stage.
+
+    `recheck` gets every episode that reached stage 4 and returns one verdict per episode.
+    """
     counts = {"collected": len(episodes)}
     kept = [e for e in episodes if tool_calls_ok(e)]
     counts["tool_calls_ok"] = len(kept)
     kept = [e for e in kept if finished(e)]
     counts["finished"] = len(kept)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="recheck") as pool:
-        verdicts = list(pool.map(_safe(recheck), kept))
+    verdicts = recheck(kept)
     kept = [e for e, ok in zip(kept, verdicts, strict=True) if ok]
     counts["rechecked"] = len(kept)
     seen: set[tuple[tuple[int, ...], tuple[str, ...]]] = set()
@@ -62,23 +63,16 @@ def run_filter(episodes: list[Episode], recheck: Callable[[Episode], bool],
     return unique, counts
 
 
-def _safe(fn: Callable[[Episode], bool]) -> Callable[[Episode], bool]:
-    def run(e: Episode) -> bool:
-        try:
-            return fn(e)
-        except Exception:  # a re-check that cannot run does not vouch for the episode
-            return False
-    return run
-
-
-def sandbox_recheck(client: Any, max_turns: int) -> Callable[[Episode], bool]:
-    """A re-check that replays an episode's actions in a fresh sandbox."""
-    from ale_rock import Sandbox
-
+def sandbox_recheck(client: Any, max_turns: int, concurrency: int = 4) -> Callable[[list[Episode]], list[bool]]:
+    """A re-check that replays each episode's actions against a freshly installed lock in a sandbox;
+    a re-check that cannot run does not vouch for its episode."""
     from ale.job.lock_task import replay_in_sandbox
+    from ale.job.synthesis import in_sandboxes
 
-    def recheck(e: Episode) -> bool:
-        with Sandbox.create(client=client, ttl=120, cpu=0.25, memory="256Mi", labels={"ale-up": "recheck"}) as sb:
-            opened, _ = replay_in_sandbox(sb, e.code, max_turns, e.actions)
-            return opened
+    def one(sandbox: Any, e: Episode) -> bool:
+        opened, _ = replay_in_sandbox(sandbox, e.code, max_turns, e.actions)
+        return opened
+
+    def recheck(episodes: list[Episode]) -> list[bool]:
+        return in_sandboxes(client, episodes, one, lambda e, exc: False, concurrency, "recheck")
     return recheck

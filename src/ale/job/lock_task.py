@@ -41,9 +41,9 @@ PROMPT = ("Open the lock. It has 3 digits, each 0-9, and you have {max_turns} gu
 
 
 def setup_commands(code: list[int], max_turns: int) -> str:
-    """One shell command that installs the task in a fresh sandbox."""
+    """One shell command that installs the task (any earlier lock in the sandbox is removed first)."""
     digits = " ".join(map(str, code))
-    return (f"mkdir -p /workspace/.lock && printf %s {shlex.quote(SCRIPT)} > /workspace/lock.py && "
+    return (f"rm -rf /workspace/.lock /workspace/lock.py && mkdir -p /workspace/.lock && printf %s {shlex.quote(SCRIPT)} > /workspace/lock.py && "
             f"printf %s {shlex.quote(digits)} > /workspace/.lock/code && "
             f"printf %s {max_turns} > /workspace/.lock/max_turns && chmod 0444 /workspace/.lock/code")
 

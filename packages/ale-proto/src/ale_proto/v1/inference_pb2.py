@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from ale_proto.v1 import common_pb2 as ale__proto_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61le_proto/v1/inference.proto\x12\x06\x61le.v1\x1a\x19\x61le_proto/v1/common.proto\"\xc3\x01\n\x0eSamplingParams\x12\x12\n\nmax_tokens\x18\x01 \x01(\r\x12\x13\n\x0btemperature\x18\x02 \x01(\x02\x12\r\n\x05top_p\x18\x03 \x01(\x02\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12\x11\n\x04seed\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12\x0c\n\x04stop\x18\x06 \x03(\t\x12\x16\n\x0estop_token_ids\x18\x07 \x03(\r\x12\x12\n\nignore_eos\x18\x08 \x01(\x08\x12\x14\n\x0ctop_logprobs\x18\t \x01(\rB\x07\n\x05_seed\"\x95\x01\n\x0fGenerateRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x18\n\x10prompt_token_ids\x18\x02 \x03(\r\x12(\n\x08sampling\x18\x03 \x01(\x0b\x32\x16.ale.v1.SamplingParams\x12\x0e\n\x06stream\x18\x04 \x01(\x08\x12\x1a\n\x12min_policy_version\x18\x05 \x01(\x04\"2\n\x0bTopLogprobs\x12\x11\n\ttoken_ids\x18\x01 \x03(\r\x12\x10\n\x08logprobs\x18\x02 \x03(\x02\"\xd7\x01\n\x10GenerateResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\ttoken_ids\x18\x02 \x03(\r\x12\x10\n\x08logprobs\x18\x03 \x03(\x02\x12)\n\x0ctop_logprobs\x18\x04 \x03(\x0b\x32\x13.ale.v1.TopLogprobs\x12\x10\n\x08\x66inished\x18\x05 \x01(\x08\x12\'\n\x0bstop_reason\x18\x06 \x01(\x0e\x32\x12.ale.v1.StopReason\x12\x16\n\x0epolicy_version\x18\x07 \x01(\x04\x12\x0c\n\x04text\x18\x08 \x01(\t\"#\n\x0c\x41\x62ortRequest\x12\x13\n\x0brequest_ids\x18\x01 \x03(\t\" \n\rAbortResponse\x12\x0f\n\x07\x61\x62orted\x18\x01 \x01(\r\"I\n\x0cTensorHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x04\x12\x1c\n\x05\x64type\x18\x03 \x01(\x0e\x32\r.ale.v1.DType\"l\n\x12WeightUpdateHeader\x12\x16\n\x0epolicy_version\x18\x01 \x01(\x04\x12\x17\n\x0f\x63heckpoint_path\x18\x02 \x01(\t\x12\x0e\n\x06sha256\x18\x03 \x01(\t\x12\x15\n\rabort_running\x18\x04 \x01(\x08\"\x85\x01\n\x14UpdateWeightsRequest\x12,\n\x06header\x18\x01 \x01(\x0b\x32\x1a.ale.v1.WeightUpdateHeaderH\x00\x12&\n\x06tensor\x18\x02 \x01(\x0b\x32\x14.ale.v1.TensorHeaderH\x00\x12\x0f\n\x05\x63hunk\x18\x03 \x01(\x0cH\x00\x42\x06\n\x04part\"`\n\x15UpdateWeightsResponse\x12\x16\n\x0epolicy_version\x18\x01 \x01(\x04\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x0f\n\x07tensors\x18\x03 \x01(\r\x12\x0e\n\x06load_s\x18\x04 \x01(\x01\"\x15\n\x13GetModelInfoRequest\"\x93\x01\n\x14GetModelInfoResponse\x12\r\n\x05model\x18\x01 \x01(\t\x12\x16\n\x0epolicy_version\x18\x02 \x01(\x04\x12\x15\n\rmax_model_len\x18\x03 \x01(\r\x12\x15\n\reos_token_ids\x18\x04 \x03(\r\x12\x15\n\rchat_template\x18\x05 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x06 \x01(\t\"d\n\x18\x41pplyChatTemplateRequest\x12\x15\n\rmessages_json\x18\x01 \x01(\t\x12\x12\n\ntools_json\x18\x02 \x01(\t\x12\x1d\n\x15\x61\x64\x64_generation_prompt\x18\x03 \x01(\x08\"<\n\x19\x41pplyChatTemplateResponse\x12\x11\n\ttoken_ids\x18\x01 \x03(\r\x12\x0c\n\x04text\x18\x02 \x01(\t\"C\n\x11\x44\x65tokenizeRequest\x12\x11\n\ttoken_ids\x18\x01 \x03(\r\x12\x1b\n\x13skip_special_tokens\x18\x02 \x01(\x08\"\"\n\x12\x44\x65tokenizeResponse\x12\x0c\n\x04text\x18\x01 \x01(\t*\\\n\x05\x44Type\x12\x16\n\x12\x44_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x44_TYPE_FLOAT32\x10\x01\x12\x12\n\x0e\x44_TYPE_FLOAT16\x10\x02\x12\x13\n\x0f\x44_TYPE_BFLOAT16\x10\x03\x32\xc3\x03\n\x10InferenceService\x12?\n\x08Generate\x12\x17.ale.v1.GenerateRequest\x1a\x18.ale.v1.GenerateResponse0\x01\x12\x34\n\x05\x41\x62ort\x12\x14.ale.v1.AbortRequest\x1a\x15.ale.v1.AbortResponse\x12N\n\rUpdateWeights\x12\x1c.ale.v1.UpdateWeightsRequest\x1a\x1d.ale.v1.UpdateWeightsResponse(\x01\x12I\n\x0cGetModelInfo\x12\x1b.ale.v1.GetModelInfoRequest\x1a\x1c.ale.v1.GetModelInfoResponse\x12X\n\x11\x41pplyChatTemplate\x12 .ale.v1.ApplyChatTemplateRequest\x1a!.ale.v1.ApplyChatTemplateResponse\x12\x43\n\nDetokenize\x12\x19.ale.v1.DetokenizeRequest\x1a\x1a.ale.v1.DetokenizeResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61le_proto/v1/inference.proto\x12\x06\x61le.v1\x1a\x19\x61le_proto/v1/common.proto\"\xc3\x01\n\x0eSamplingParams\x12\x12\n\nmax_tokens\x18\x01 \x01(\r\x12\x13\n\x0btemperature\x18\x02 \x01(\x02\x12\r\n\x05top_p\x18\x03 \x01(\x02\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12\x11\n\x04seed\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12\x0c\n\x04stop\x18\x06 \x03(\t\x12\x16\n\x0estop_token_ids\x18\x07 \x03(\r\x12\x12\n\nignore_eos\x18\x08 \x01(\x08\x12\x14\n\x0ctop_logprobs\x18\t \x01(\rB\x07\n\x05_seed\"\x95\x01\n\x0fGenerateRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x18\n\x10prompt_token_ids\x18\x02 \x03(\r\x12(\n\x08sampling\x18\x03 \x01(\x0b\x32\x16.ale.v1.SamplingParams\x12\x0e\n\x06stream\x18\x04 \x01(\x08\x12\x1a\n\x12min_policy_version\x18\x05 \x01(\x04\"2\n\x0bTopLogprobs\x12\x11\n\ttoken_ids\x18\x01 \x03(\r\x12\x10\n\x08logprobs\x18\x02 \x03(\x02\"\xd7\x01\n\x10GenerateResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\ttoken_ids\x18\x02 \x03(\r\x12\x10\n\x08logprobs\x18\x03 \x03(\x02\x12)\n\x0ctop_logprobs\x18\x04 \x03(\x0b\x32\x13.ale.v1.TopLogprobs\x12\x10\n\x08\x66inished\x18\x05 \x01(\x08\x12\'\n\x0bstop_reason\x18\x06 \x01(\x0e\x32\x12.ale.v1.StopReason\x12\x16\n\x0epolicy_version\x18\x07 \x01(\x04\x12\x0c\n\x04text\x18\x08 \x01(\t\"A\n\x14GenerateBatchRequest\x12)\n\x08requests\x18\x01 \x03(\x0b\x32\x17.ale.v1.GenerateRequest\"B\n\x15GenerateBatchResponse\x12)\n\x07results\x18\x01 \x03(\x0b\x32\x18.ale.v1.GenerateResponse\"#\n\x0c\x41\x62ortRequest\x12\x13\n\x0brequest_ids\x18\x01 \x03(\t\" \n\rAbortResponse\x12\x0f\n\x07\x61\x62orted\x18\x01 \x01(\r\"I\n\x0cTensorHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x04\x12\x1c\n\x05\x64type\x18\x03 \x01(\x0e\x32\r.ale.v1.DType\"l\n\x12WeightUpdateHeader\x12\x16\n\x0epolicy_version\x18\x01 \x01(\x04\x12\x17\n\x0f\x63heckpoint_path\x18\x02 \x01(\t\x12\x0e\n\x06sha256\x18\x03 \x01(\t\x12\x15\n\rabort_running\x18\x04 \x01(\x08\"\x85\x01\n\x14UpdateWeightsRequest\x12,\n\x06header\x18\x01 \x01(\x0b\x32\x1a.ale.v1.WeightUpdateHeaderH\x00\x12&\n\x06tensor\x18\x02 \x01(\x0b\x32\x14.ale.v1.TensorHeaderH\x00\x12\x0f\n\x05\x63hunk\x18\x03 \x01(\x0cH\x00\x42\x06\n\x04part\"`\n\x15UpdateWeightsResponse\x12\x16\n\x0epolicy_version\x18\x01 \x01(\x04\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x0f\n\x07tensors\x18\x03 \x01(\r\x12\x0e\n\x06load_s\x18\x04 \x01(\x01\"\x15\n\x13GetModelInfoRequest\"\x93\x01\n\x14GetModelInfoResponse\x12\r\n\x05model\x18\x01 \x01(\t\x12\x16\n\x0epolicy_version\x18\x02 \x01(\x04\x12\x15\n\rmax_model_len\x18\x03 \x01(\r\x12\x15\n\reos_token_ids\x18\x04 \x03(\r\x12\x15\n\rchat_template\x18\x05 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x06 \x01(\t\"d\n\x18\x41pplyChatTemplateRequest\x12\x15\n\rmessages_json\x18\x01 \x01(\t\x12\x12\n\ntools_json\x18\x02 \x01(\t\x12\x1d\n\x15\x61\x64\x64_generation_prompt\x18\x03 \x01(\x08\"<\n\x19\x41pplyChatTemplateResponse\x12\x11\n\ttoken_ids\x18\x01 \x03(\r\x12\x0c\n\x04text\x18\x02 \x01(\t\"C\n\x11\x44\x65tokenizeRequest\x12\x11\n\ttoken_ids\x18\x01 \x03(\r\x12\x1b\n\x13skip_special_tokens\x18\x02 \x01(\x08\"\"\n\x12\x44\x65tokenizeResponse\x12\x0c\n\x04text\x18\x01 \x01(\t*\\\n\x05\x44Type\x12\x16\n\x12\x44_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x44_TYPE_FLOAT32\x10\x01\x12\x12\n\x0e\x44_TYPE_FLOAT16\x10\x02\x12\x13\n\x0f\x44_TYPE_BFLOAT16\x10\x03\x32\x91\x04\n\x10InferenceService\x12?\n\x08Generate\x12\x17.ale.v1.GenerateRequest\x1a\x18.ale.v1.GenerateResponse0\x01\x12L\n\rGenerateBatch\x12\x1c.ale.v1.GenerateBatchRequest\x1a\x1d.ale.v1.GenerateBatchResponse\x12\x34\n\x05\x41\x62ort\x12\x14.ale.v1.AbortRequest\x1a\x15.ale.v1.AbortResponse\x12N\n\rUpdateWeights\x12\x1c.ale.v1.UpdateWeightsRequest\x1a\x1d.ale.v1.UpdateWeightsResponse(\x01\x12I\n\x0cGetModelInfo\x12\x1b.ale.v1.GetModelInfoRequest\x1a\x1c.ale.v1.GetModelInfoResponse\x12X\n\x11\x41pplyChatTemplate\x12 .ale.v1.ApplyChatTemplateRequest\x1a!.ale.v1.ApplyChatTemplateResponse\x12\x43\n\nDetokenize\x12\x19.ale.v1.DetokenizeRequest\x1a\x1a.ale.v1.DetokenizeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ale_proto.v1.inference_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DTYPE']._serialized_start=1619
-  _globals['_DTYPE']._serialized_end=1711
+  _globals['_DTYPE']._serialized_start=1754
+  _globals['_DTYPE']._serialized_end=1846
   _globals['_SAMPLINGPARAMS']._serialized_start=68
   _globals['_SAMPLINGPARAMS']._serialized_end=263
   _globals['_GENERATEREQUEST']._serialized_start=266
@@ -42,30 +42,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOPLOGPROBS']._serialized_end=467
   _globals['_GENERATERESPONSE']._serialized_start=470
   _globals['_GENERATERESPONSE']._serialized_end=685
-  _globals['_ABORTREQUEST']._serialized_start=687
-  _globals['_ABORTREQUEST']._serialized_end=722
-  _globals['_ABORTRESPONSE']._serialized_start=724
-  _globals['_ABORTRESPONSE']._serialized_end=756
-  _globals['_TENSORHEADER']._serialized_start=758
-  _globals['_TENSORHEADER']._serialized_end=831
-  _globals['_WEIGHTUPDATEHEADER']._serialized_start=833
-  _globals['_WEIGHTUPDATEHEADER']._serialized_end=941
-  _globals['_UPDATEWEIGHTSREQUEST']._serialized_start=944
-  _globals['_UPDATEWEIGHTSREQUEST']._serialized_end=1077
-  _globals['_UPDATEWEIGHTSRESPONSE']._serialized_start=1079
-  _globals['_UPDATEWEIGHTSRESPONSE']._serialized_end=1175
-  _globals['_GETMODELINFOREQUEST']._serialized_start=1177
-  _globals['_GETMODELINFOREQUEST']._serialized_end=1198
-  _globals['_GETMODELINFORESPONSE']._serialized_start=1201
-  _globals['_GETMODELINFORESPONSE']._serialized_end=1348
-  _globals['_APPLYCHATTEMPLATEREQUEST']._serialized_start=1350
-  _globals['_APPLYCHATTEMPLATEREQUEST']._serialized_end=1450
-  _globals['_APPLYCHATTEMPLATERESPONSE']._serialized_start=1452
-  _globals['_APPLYCHATTEMPLATERESPONSE']._serialized_end=1512
-  _globals['_DETOKENIZEREQUEST']._serialized_start=1514
-  _globals['_DETOKENIZEREQUEST']._serialized_end=1581
-  _globals['_DETOKENIZERESPONSE']._serialized_start=1583
-  _globals['_DETOKENIZERESPONSE']._serialized_end=1617
-  _globals['_INFERENCESERVICE']._serialized_start=1714
-  _globals['_INFERENCESERVICE']._serialized_end=2165
+  _globals['_GENERATEBATCHREQUEST']._serialized_start=687
+  _globals['_GENERATEBATCHREQUEST']._serialized_end=752
+  _globals['_GENERATEBATCHRESPONSE']._serialized_start=754
+  _globals['_GENERATEBATCHRESPONSE']._serialized_end=820
+  _globals['_ABORTREQUEST']._serialized_start=822
+  _globals['_ABORTREQUEST']._serialized_end=857
+  _globals['_ABORTRESPONSE']._serialized_start=859
+  _globals['_ABORTRESPONSE']._serialized_end=891
+  _globals['_TENSORHEADER']._serialized_start=893
+  _globals['_TENSORHEADER']._serialized_end=966
+  _globals['_WEIGHTUPDATEHEADER']._serialized_start=968
+  _globals['_WEIGHTUPDATEHEADER']._serialized_end=1076
+  _globals['_UPDATEWEIGHTSREQUEST']._serialized_start=1079
+  _globals['_UPDATEWEIGHTSREQUEST']._serialized_end=1212
+  _globals['_UPDATEWEIGHTSRESPONSE']._serialized_start=1214
+  _globals['_UPDATEWEIGHTSRESPONSE']._serialized_end=1310
+  _globals['_GETMODELINFOREQUEST']._serialized_start=1312
+  _globals['_GETMODELINFOREQUEST']._serialized_end=1333
+  _globals['_GETMODELINFORESPONSE']._serialized_start=1336
+  _globals['_GETMODELINFORESPONSE']._serialized_end=1483
+  _globals['_APPLYCHATTEMPLATEREQUEST']._serialized_start=1485
+  _globals['_APPLYCHATTEMPLATEREQUEST']._serialized_end=1585
+  _globals['_APPLYCHATTEMPLATERESPONSE']._serialized_start=1587
+  _globals['_APPLYCHATTEMPLATERESPONSE']._serialized_end=1647
+  _globals['_DETOKENIZEREQUEST']._serialized_start=1649
+  _globals['_DETOKENIZEREQUEST']._serialized_end=1716
+  _globals['_DETOKENIZERESPONSE']._serialized_start=1718
+  _globals['_DETOKENIZERESPONSE']._serialized_end=1752
+  _globals['_INFERENCESERVICE']._serialized_start=1849
+  _globals['_INFERENCESERVICE']._serialized_end=2378
 # @@protoc_insertion_point(module_scope)

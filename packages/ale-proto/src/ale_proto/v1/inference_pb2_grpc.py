@@ -40,6 +40,11 @@ class InferenceServiceStub:
                 request_serializer=ale__proto_dot_v1_dot_inference__pb2.GenerateRequest.SerializeToString,
                 response_deserializer=ale__proto_dot_v1_dot_inference__pb2.GenerateResponse.FromString,
                 _registered_method=True)
+        self.GenerateBatch = channel.unary_unary(
+                '/ale.v1.InferenceService/GenerateBatch',
+                request_serializer=ale__proto_dot_v1_dot_inference__pb2.GenerateBatchRequest.SerializeToString,
+                response_deserializer=ale__proto_dot_v1_dot_inference__pb2.GenerateBatchResponse.FromString,
+                _registered_method=True)
         self.Abort = channel.unary_unary(
                 '/ale.v1.InferenceService/Abort',
                 request_serializer=ale__proto_dot_v1_dot_inference__pb2.AbortRequest.SerializeToString,
@@ -74,6 +79,14 @@ class InferenceServiceServicer:
     def Generate(self, request, context):
         """Generate a completion for one prompt, streaming tokens as they are produced (one message
         at the end when stream is false).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GenerateBatch(self, request, context):
+        """Generate completions for many prompts in one round trip; each request keeps its own id and
+        sampling parameters, and the results come back in request order, each finished.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -122,6 +135,11 @@ def add_InferenceServiceServicer_to_server(servicer, server):
                     servicer.Generate,
                     request_deserializer=ale__proto_dot_v1_dot_inference__pb2.GenerateRequest.FromString,
                     response_serializer=ale__proto_dot_v1_dot_inference__pb2.GenerateResponse.SerializeToString,
+            ),
+            'GenerateBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.GenerateBatch,
+                    request_deserializer=ale__proto_dot_v1_dot_inference__pb2.GenerateBatchRequest.FromString,
+                    response_serializer=ale__proto_dot_v1_dot_inference__pb2.GenerateBatchResponse.SerializeToString,
             ),
             'Abort': grpc.unary_unary_rpc_method_handler(
                     servicer.Abort,
@@ -177,6 +195,33 @@ class InferenceService:
             '/ale.v1.InferenceService/Generate',
             ale__proto_dot_v1_dot_inference__pb2.GenerateRequest.SerializeToString,
             ale__proto_dot_v1_dot_inference__pb2.GenerateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GenerateBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ale.v1.InferenceService/GenerateBatch',
+            ale__proto_dot_v1_dot_inference__pb2.GenerateBatchRequest.SerializeToString,
+            ale__proto_dot_v1_dot_inference__pb2.GenerateBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -15,7 +15,11 @@ from ale_rock.envs.convert import from_struct, step_from_pb, to_struct
 from ale_rock.envs.core import StepResult
 from ale_rock.envs.errors import EnvError, error_class
 
-_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 16 << 20), ("grpc.max_send_message_length", 16 << 20)]
+_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 16 << 20), ("grpc.max_send_message_length", 16 << 20),
+                    # A restarted env host (a worker back after a crash) is found again within ~2 s,
+                    # not after gRPC's default reconnect backoff of up to two minutes.
+                    ("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
+                    ("grpc.max_reconnect_backoff_ms", 2000)]
 
 
 def typed_error(err: grpc.RpcError) -> EnvError:

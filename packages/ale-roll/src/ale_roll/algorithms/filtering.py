@@ -18,7 +18,6 @@ that entry on `put`; when the helper gives up (returns None) call `buffer.abando
 from __future__ import annotations
 
 import asyncio
-
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field

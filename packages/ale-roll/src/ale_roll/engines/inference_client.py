@@ -1,5 +1,8 @@
 """A remote InferenceEngine: ``ale.v1.InferenceService`` behind the same Protocol as local engines.
 
+``generate`` sends a whole batch as one ``GenerateBatch`` call (one round trip, with the client's
+timeout); the server batches it together with whatever else is in flight.
+
 Because it implements :class:`~ale_roll.engines.base.InferenceEngine`, a :class:`WeightSync` can push
 to a remote engine exactly as to a local one.
 """
@@ -9,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent import futures
 from typing import Any
 
 import grpc
@@ -36,18 +38,28 @@ def _raw(t: torch.Tensor) -> memoryview:
     return t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().data
 
 
+def sampling_to_proto(params: SamplingParams) -> Any:
+    """The engine's sampling parameters as the contract's."""
+    sp = inference_pb2.SamplingParams(
+        max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,
+        stop_token_ids=list(params.stop_token_ids), ignore_eos=params.ignore_eos,
+    )
+    if params.seed is not None:
+        sp.seed = params.seed
+    return sp
+
+
 class InferenceClient:
     """Client of one InferenceService; every call has a timeout."""
 
-    def __init__(self, address: str, *, token: str | None = None, timeout_s: float = 300.0, max_parallel: int = 64) -> None:
-        self.channel = grpc.insecure_channel(address)
+    def __init__(self, address: str, *, token: str | None = None, timeout_s: float = 300.0) -> None:
+        self.channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 64 << 20),
+                                                               ("grpc.max_send_message_length", 64 << 20)])
         self.stub = inference_pb2_grpc.InferenceServiceStub(self.channel)
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.timeout_s = timeout_s
-        self._pool = futures.ThreadPoolExecutor(max_workers=max_parallel)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
         self.channel.close()
 
     @property
@@ -57,29 +69,22 @@ class InferenceClient:
     def model_info(self) -> Any:
         return self.stub.GetModelInfo(inference_pb2.GetModelInfoRequest(), timeout=self.timeout_s, metadata=self.metadata)
 
-    def _one(self, rid: str, prompt: Sequence[int], params: SamplingParams) -> Generation:
-        sp = inference_pb2.SamplingParams(
-            max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,
-            stop_token_ids=list(params.stop_token_ids), ignore_eos=params.ignore_eos,
-        )
-        if params.seed is not None:
-            sp.seed = params.seed
-        req = inference_pb2.GenerateRequest(request_id=rid, prompt_token_ids=list(prompt), sampling=sp)
-        toks: list[int] = []
-        lps: list[float] = []
-        last: Any = None
-        for msg in self.stub.Generate(req, timeout=self.timeout_s, metadata=self.metadata):
-            toks.extend(msg.token_ids)
-            lps.extend(msg.logprobs)
-            last = msg
-        if last is None or not last.finished:
-            raise RuntimeError(f"Generate stream for {rid} ended without a final message")
-        return Generation(rid, toks, lps, _REASONS.get(last.stop_reason, "stop"), int(last.policy_version), list(prompt))
-
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
                  request_ids: Sequence[str] | None = None) -> list[Generation]:
         ids = list(request_ids) if request_ids is not None else [uuid.uuid4().hex for _ in prompts]
-        return list(self._pool.map(lambda a: self._one(a[0], a[1], params), zip(ids, prompts)))
+        if len(ids) != len(prompts):
+            raise ValueError("request_ids and prompts differ in length")
+        if not prompts:
+            return []
+        sp = sampling_to_proto(params)
+        req = inference_pb2.GenerateBatchRequest(requests=[
+            inference_pb2.GenerateRequest(request_id=rid, prompt_token_ids=list(p), sampling=sp)
+            for rid, p in zip(ids, prompts)])
+        resp = self.stub.GenerateBatch(req, timeout=self.timeout_s, metadata=self.metadata)
+        if len(resp.results) != len(ids):
+            raise RuntimeError(f"GenerateBatch returned {len(resp.results)} results for {len(ids)} requests")
+        return [Generation(r.request_id, list(r.token_ids), list(r.logprobs), _REASONS.get(r.stop_reason, "stop"),
+                           int(r.policy_version), list(p)) for r, p in zip(resp.results, prompts)]
 
     def abort(self, request_id: str) -> bool:
         resp = self.stub.Abort(inference_pb2.AbortRequest(request_ids=[request_id]), timeout=self.timeout_s,

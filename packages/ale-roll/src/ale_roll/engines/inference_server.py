@@ -4,15 +4,25 @@ Protobuf types stay in this file and in ``inference_client.py``; the engine sees
 Weight updates arrive as a stream of tensor chunks; the server recomputes the SHA-256 over the raw
 bytes in stream order and refuses the update (INVALID_ARGUMENT) when it differs from the header's.
 
+Concurrency: every ``Generate`` stream and every ``GenerateBatch`` call goes through one
+:class:`~ale_roll.engines.batcher.MicroBatcher`, which gathers concurrent requests into few
+``engine.generate`` calls (continuous micro-batching). ``max_tokens`` is clamped to what the model's
+context leaves after the prompt, so a client asking for more (the ModelProxy passes large values)
+never makes a small model run past its positions.
+
 ``Generate`` answers with one final message even when ``stream`` is set: the engines complete a
 request before returning it (token ids are authoritative either way).
+
+Stop strings are applied here, after generation (the engines stop on token ids only): the
+completion ends with the first token whose text completes a stop string — that token is kept, as
+vLLM does, so the ids stay exactly what the model sampled — and the returned ``text`` ends just
+before the stop string. Generation itself runs on to ``max_tokens`` or a stop token.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,7 +35,8 @@ import torch
 from ale_proto.errors import abort, make_error
 from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
 
-from ale_roll.engines.base import InferenceEngine, SamplingParams, WeightSyncError
+from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams, WeightSyncError
+from ale_roll.engines.batcher import MicroBatcher
 
 SERVICE_NAME = "ale.v1.InferenceService"
 
@@ -37,9 +48,10 @@ DTYPE_CODES = {v: k for k, v in _DTYPES.items()}
 
 
 def sampling_from_proto(p: Any, default_max_tokens: int) -> SamplingParams:
-    """Contract sampling parameters to the engine's (0 means "off"/"default" in the contract)."""
-    if p.stop:
-        raise ValueError("stop strings are not supported: pass stop_token_ids")
+    """Contract sampling parameters to the engine's (0 means "off"/"default" in the contract).
+
+    Stop strings are not part of the engine's parameters: the servicer applies them afterwards.
+    """
     return SamplingParams(
         max_tokens=p.max_tokens or default_max_tokens,
         temperature=p.temperature,
@@ -51,17 +63,51 @@ def sampling_from_proto(p: Any, default_max_tokens: int) -> SamplingParams:
     )
 
 
+def _context_len(engine: Any) -> int:
+    """The engine's context length when it exposes one (HF model config, vLLM engine config), else 0."""
+    cfg = getattr(getattr(engine, "model", None), "config", None)
+    if cfg is not None and getattr(cfg, "max_position_embeddings", None):
+        return int(cfg.max_position_embeddings)
+    return int(getattr(getattr(engine, "config", None), "max_model_len", 0) or 0)
+
+
+def stop_at_strings(token_ids: list[int], stops: list[str], decode: Any) -> tuple[int, str] | None:
+    """``(n, text)``: the shortest prefix of ``token_ids`` whose text holds a stop string, and that
+    text cut just before the stop string; None when no stop string occurs."""
+    if not stops or not any(s in decode(token_ids) for s in stops):
+        return None
+    lo, hi = 1, len(token_ids)  # the decoded text of a prefix is a prefix of the text: bisect
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if any(s in decode(token_ids[:mid]) for s in stops):
+            hi = mid
+        else:
+            lo = mid + 1
+    text = decode(token_ids[:lo])
+    return lo, text[:min(text.find(s) for s in stops if s in text)]
+
+
 class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
-    """Serves one engine (and its tokenizer, for templating and detokenizing)."""
+    """Serves one engine (and its tokenizer, for templating, detokenizing and stop strings).
+
+    ``max_model_len`` 0 takes the engine's own context length when it exposes one.
+    ``batch_window_s`` / ``max_batch`` tune the micro-batching (see :mod:`ale_roll.engines.batcher`).
+    """
 
     def __init__(self, engine: InferenceEngine, tokenizer: Any, *, model_name: str = "ale-policy",
                  backend: str = "", max_model_len: int = 0, token: str | None = None,
-                 default_max_tokens: int = 256) -> None:
+                 default_max_tokens: int = 256, batch_window_s: float = 0.002, max_batch: int = 256) -> None:
         self.engine, self.tokenizer, self.model_name = engine, tokenizer, model_name
         self.backend = backend or type(engine).__name__.removesuffix("InferenceEngine").lower()
-        self.max_model_len, self.token, self.default_max_tokens = max_model_len, token, default_max_tokens
-        self._lock = threading.Lock()
-        self._running: set[str] = set()
+        self.max_model_len = max_model_len or _context_len(engine)
+        self.token, self.default_max_tokens = token, default_max_tokens
+        self._params_cache: dict[bytes, SamplingParams] = {}
+        self.batcher = MicroBatcher(engine, max_model_len=self.max_model_len, window_s=batch_window_s,
+                                    max_batch=max_batch)
+
+    def close(self) -> None:
+        """Abort whatever is queued or running and stop the batching thread."""
+        self.batcher.close()
 
     def _auth(self, context: Any) -> None:
         if self.token is None:
@@ -71,37 +117,82 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
             abort(context, make_error(common_pb2.ERROR_CODE_UNAUTHENTICATED,
                                       "missing or wrong 'authorization: Bearer TOKEN' metadata"))
 
-    def Generate(self, request: Any, context: Any) -> Iterator[Any]:
-        self._auth(context)
+    def _admit(self, request: Any, context: Any, field: str = "") -> tuple[str, list[int], SamplingParams]:
+        """Check one request's preconditions; returns its id, prompt and engine sampling params."""
         if request.min_policy_version and self.engine.policy_version < request.min_policy_version:
             abort(context, make_error(common_pb2.ERROR_CODE_FAILED_PRECONDITION,
                                       f"policy version {self.engine.policy_version} < {request.min_policy_version}",
-                                      "min_policy_version"))
+                                      f"{field}min_policy_version"))
+        if request.sampling.stop and self.tokenizer is None:
+            abort(context, make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT,
+                                      "stop strings need a tokenizer on the server: pass stop_token_ids",
+                                      f"{field}sampling.stop"))
+        prompt = list(request.prompt_token_ids)
+        params = self._params(request.sampling)
         try:
-            params = sampling_from_proto(request.sampling, self.default_max_tokens)
+            self.batcher.clamp(len(prompt), params.max_tokens)
         except ValueError as e:
-            abort(context, make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, str(e), "sampling.stop"))
-        rid = request.request_id or uuid.uuid4().hex
-        with self._lock:
-            self._running.add(rid)
-        # A client that goes away aborts its request.
-        context.add_callback(lambda: self.engine.abort(rid))
+            abort(context, make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, str(e), f"{field}prompt_token_ids"))
+        return request.request_id or uuid.uuid4().hex, prompt, params
+
+    def _params(self, sampling: Any) -> SamplingParams:
+        # A batch's requests usually share one sampling message: convert each distinct one once.
+        raw = sampling.SerializeToString(deterministic=True)
+        params = self._params_cache.get(raw)
+        if params is None:
+            params = sampling_from_proto(sampling, self.default_max_tokens)
+            if len(self._params_cache) > 1024:
+                self._params_cache.clear()
+            self._params_cache[raw] = params
+        return params
+
+    def _response(self, gen: Generation, stops: list[str]) -> Any:
+        toks, lps, reason = gen.token_ids, gen.logprobs, gen.stop_reason
+        text = None
+        hit = stop_at_strings(toks, stops, self.tokenizer.decode) if stops else None
+        if hit is not None:
+            n, text = hit
+            toks, lps, reason = toks[:n], lps[:n], "stop"
+        if text is None:
+            text = self.tokenizer.decode(toks) if self.tokenizer is not None else ""
+        return inference_pb2.GenerateResponse(
+            request_id=gen.request_id, token_ids=toks, logprobs=lps, finished=True,
+            stop_reason=_STOP[reason], policy_version=gen.policy_version, text=text)
+
+    def Generate(self, request: Any, context: Any) -> Iterator[Any]:
+        self._auth(context)
+        rid, prompt, params = self._admit(request, context)
         try:
-            gen = self.engine.generate([list(request.prompt_token_ids)], params, [rid])[0]
-        finally:
-            with self._lock:
-                self._running.discard(rid)
-        yield inference_pb2.GenerateResponse(
-            request_id=rid, token_ids=gen.token_ids, logprobs=gen.logprobs, finished=True,
-            stop_reason=_STOP[gen.stop_reason], policy_version=gen.policy_version,
-            text=self.tokenizer.decode(gen.token_ids) if self.tokenizer is not None else "",
-        )
+            fut = self.batcher.submit(prompt, params, rid)
+        except ValueError as e:
+            abort(context, make_error(common_pb2.ERROR_CODE_ALREADY_EXISTS, str(e), "request_id"))
+        # A client that goes away aborts its request (the callback also runs after a normal end).
+        context.add_callback(lambda: None if fut.done() else self.batcher.abort(rid))
+        yield self._response(self._result(fut, context), list(request.sampling.stop))
+
+    def GenerateBatch(self, request: Any, context: Any) -> Any:
+        self._auth(context)
+        admitted = [self._admit(r, context, f"requests[{i}].") for i, r in enumerate(request.requests)]
+        ids = [a[0] for a in admitted]
+        try:
+            futs = self.batcher.submit_many([a[1] for a in admitted], [a[2] for a in admitted], ids)
+        except ValueError as e:
+            abort(context, make_error(common_pb2.ERROR_CODE_ALREADY_EXISTS, str(e), "requests.request_id"))
+        context.add_callback(lambda: [self.batcher.abort(r) for r, f in zip(ids, futs) if not f.done()])
+        return inference_pb2.GenerateBatchResponse(results=[
+            self._response(self._result(f, context), list(r.sampling.stop)) for f, r in zip(futs, request.requests)])
+
+    def _result(self, fut: Any, context: Any) -> Generation:
+        try:
+            return fut.result()  # type: ignore[no-any-return]
+        except Exception as e:  # the engine failed: tell the client why instead of UNKNOWN
+            abort(context, make_error(common_pb2.ERROR_CODE_INTERNAL, f"generation failed: {e!r}"))
+            raise
 
     def Abort(self, request: Any, context: Any) -> Any:
         self._auth(context)
-        with self._lock:
-            ids = list(request.request_ids) or list(self._running)
-        return inference_pb2.AbortResponse(aborted=sum(bool(self.engine.abort(r)) for r in ids))
+        ids = list(request.request_ids) or self.batcher.running()
+        return inference_pb2.AbortResponse(aborted=sum(self.batcher.abort(r) for r in ids))
 
     def UpdateWeights(self, request_iterator: Iterator[Any], context: Any) -> Any:
         self._auth(context)
@@ -188,12 +279,17 @@ def _safetensors_in(path: Path) -> str:
     return str(files[0])
 
 
-def serve(servicer: InferenceServicer, address: str = "127.0.0.1:0", max_workers: int = 16) -> tuple[grpc.Server, int]:
-    """Start a gRPC server (with health checking and reflection); returns it and its port."""
+def serve(servicer: InferenceServicer, address: str = "127.0.0.1:0", max_workers: int = 512) -> tuple[grpc.Server, int]:
+    """Start a gRPC server (with health checking and reflection); returns it and its port.
+
+    Each in-flight Generate holds a handler thread while it waits for its batch, so ``max_workers``
+    bounds how many concurrent requests can be batched together: keep it well above the batch size.
+    """
     from ale_proto.serving import add_standard_services
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
-                         options=[("grpc.max_receive_message_length", 64 << 20)])
+                         options=[("grpc.max_receive_message_length", 64 << 20),
+                                  ("grpc.max_send_message_length", 64 << 20)])
     inference_pb2_grpc.add_InferenceServiceServicer_to_server(servicer, server)
     add_standard_services(server, [SERVICE_NAME])
     port = server.add_insecure_port(address)

@@ -40,7 +40,8 @@ class RolloutScheduler:
 
     def __init__(self, buffer: SampleBuffer, episode_fn: EpisodeFn, *, batch_size: int, group_size: int = 1,
                  episodes_in_flight: int = 32, async_ratio: int = 1, max_attempts: int = 3,
-                 filters: Sequence[TrajectoryFilter] = (), seed_of: Callable[[int], int] = lambda k: k) -> None:
+                 filters: Sequence[TrajectoryFilter] = (), seed_of: Callable[[int], int] = lambda k: k,
+                 retry_backoff_s: float = 0.5) -> None:
         if batch_size % group_size:
             raise ValueError("batch_size must be a multiple of group_size")
         self.buffer = buffer
@@ -52,6 +53,7 @@ class RolloutScheduler:
         self.max_attempts = max_attempts
         self.filters = list(filters)
         self.seed_of = seed_of
+        self.retry_backoff_s = retry_backoff_s
         self.stats = FilterStats()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._wake: asyncio.Event | None = None
@@ -95,7 +97,8 @@ class RolloutScheduler:
     async def _episode(self, entry: FrontierEntry) -> None:
         try:
             traj = await arollout_with_resampling(self.episode_fn, entry, self.filters, self.max_attempts,
-                                                  self.stats, episode_id=entry.episode_id)
+                                                  self.stats, episode_id=entry.episode_id,
+                                                  retry_backoff_s=self.retry_backoff_s)
             if traj is None:
                 self.buffer.abandon(entry.episode_id, "exhausted")
             else:

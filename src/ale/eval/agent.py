@@ -1,0 +1,104 @@
+"""The agent of an episode: ale-flow's CLI, run unmodified inside the sandbox.
+
+Sandboxes see the host's Python runtime read-only but not ale-flow's source tree, so ale-flow
+travels into each sandbox as one zip (pure Python; zipimport runs it) next to the task files. The
+command moves it out of the work dir first, so the agent (and the hidden tests) never see it.
+Model calls go to ``$OPENAI_BASE_URL``, the episode's ModelProxy URL, through the sandbox's egress
+gateway. After the agent exits, its trajectory JSONL is printed after a marker so it comes back
+with the command's output.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import shlex
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+AGENT_ZIP = ".ale_agent/ale_flow.zip"
+"""Where the zip lands in the work dir (moved to /tmp before the agent starts)."""
+TRAJECTORY_MARKER = "===ALE-FLOW-TRAJECTORY==="
+_AGENT_DIR = "/tmp/.ale_agent"
+_TRAJECTORY = "/tmp/.ale_agent/trajectory.jsonl"
+
+
+@functools.lru_cache(maxsize=1)
+def agent_zip() -> bytes:
+    """ale-flow's package as a zip (built once per process)."""
+    import ale_flow
+
+    root = Path(ale_flow.__file__).parent
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
+                z.write(p, f"ale_flow/{p.relative_to(root).as_posix()}")
+    return buf.getvalue()
+
+
+def agent_command(
+    prompt: str,
+    *,
+    max_turns: int,
+    max_tokens: int,
+    temperature: float,
+    native_tools: bool,
+    time_limit_s: float,
+    settings: list[str] | None = None,
+    python: str = sys.executable,
+) -> str:
+    """The shell command that runs ale-flow on ``prompt`` in the work dir (the agent's exit code is
+    the command's). ``settings`` are ale-flow ``key=value`` overrides."""
+    overrides = [
+        f"model.max_tokens={max_tokens}",
+        f"model.temperature={temperature}",
+        "model.max_retries=1",
+        f"limits.time_limit_s={time_limit_s:g}",
+        *(settings or []),
+    ]
+    argv = [python, "-m", "ale_flow.cli", "-p", prompt, "--yolo", "--max-steps", str(max_turns),
+            "--trajectory", _TRAJECTORY]  # fmt: skip
+    if not native_tools:
+        argv.append("--text-tools")
+    for o in overrides:
+        argv += ["-c", o]
+    run = " ".join(shlex.quote(a) for a in argv)
+    return (
+        f"mkdir -p {_AGENT_DIR} && mv {AGENT_ZIP} {_AGENT_DIR}/ && rmdir .ale_agent && "
+        f"export PYTHONPATH={_AGENT_DIR}/ale_flow.zip PYTHONDONTWRITEBYTECODE=1 && "
+        # the agent's own stdout goes to stderr: stdout carries only the marker and the trajectory
+        f'{run} --base-url "$OPENAI_BASE_URL" --model "$OPENAI_MODEL" 1>&2; rc=$?; '
+        f"echo {TRAJECTORY_MARKER}; cat {_TRAJECTORY} 2>/dev/null; exit $rc"
+    )
+
+
+def split_output(output: str) -> tuple[list[dict[str, Any]], str]:
+    """(the agent's trajectory lines, the rest of the output: the agent's log)."""
+    head, sep, tail = output.partition(TRAJECTORY_MARKER + "\n")
+    if not sep:
+        return [], output
+    lines: list[dict[str, Any]] = []
+    rest: list[str] = []
+    for line in tail.splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            rest.append(line)
+            continue
+        if isinstance(rec, dict) and "type" in rec:
+            lines.append(rec)
+        else:
+            rest.append(line)
+    return lines, head + "\n".join(rest)
+
+
+def stop_reason(trajectory: list[dict[str, Any]]) -> str:
+    """How the agent's run ended (``"killed"`` when it wrote no end line)."""
+    for rec in reversed(trajectory):
+        if rec.get("type") == "end":
+            return str(rec.get("stop_reason", ""))
+    return "killed"
