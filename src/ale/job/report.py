@@ -23,8 +23,10 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def plot_job_curves(runs: dict[str, list[dict[str, Any]]], out: Path) -> Path | None:
-    """Training reward and success per RL step, one line per seed (None without matplotlib)."""
+def plot_job_curves(runs: dict[str, list[dict[str, Any]]], out: Path,
+                    stages: dict[str, dict[str, Any]] | None = None) -> Path | None:
+    """Left: success of the RL training batches per step, per seed (raw and a 5-step moving
+    average). Right: held-out success per stage with its 95% interval. None without matplotlib."""
     try:
         import matplotlib
 
@@ -33,17 +35,29 @@ def plot_job_curves(runs: dict[str, list[dict[str, Any]]], out: Path) -> Path | 
     except ImportError:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for name, rows in runs.items():
-        steps = [r["step"] for r in rows if "reward/mean" in r]
-        axes[0].plot(steps, [r["reward/mean"] for r in rows if "reward/mean" in r], label=name)
-        key = "success/rate" if any("success/rate" in r for r in rows) else "reward/mean"
-        axes[1].plot(steps, [r.get(key, r.get("reward/mean")) for r in rows if "reward/mean" in r], label=name)
-    axes[0].set_title("RL: mean reward of the training batch")
-    axes[1].set_title("RL: success rate of the training batch")
+    for i, (name, rows) in enumerate(runs.items()):
+        pts = [(r["step"], r.get("success/rate", r.get("reward/mean", 0.0))) for r in rows if "reward/mean" in r]
+        if not pts:
+            continue
+        steps, vals = zip(*pts, strict=True)
+        smooth = [sum(vals[max(0, k - 4):k + 1]) / len(vals[max(0, k - 4):k + 1]) for k in range(len(vals))]
+        color = f"C{i}"
+        axes[0].plot(steps, vals, color=color, alpha=0.25)
+        axes[0].plot(steps, smooth, color=color, label=f"{name} (5-step mean)")
+    axes[0].set_title("RL: success of the training batches (sampling, T=1)")
+    axes[0].set_xlabel("RL step")
+    axes[0].legend()
+    if stages:
+        names = list(stages)
+        heights = [float(stages[n]["success"]) for n in names]
+        err = [[v - stages[n]["ci95"][0] for n, v in zip(names, heights, strict=True)],
+               [stages[n]["ci95"][1] - v for n, v in zip(names, heights, strict=True)]]
+        axes[1].bar(names, heights, yerr=err, capsize=6, color=["C7", "C0", "C2"][: len(names)])
+        for k, n in enumerate(names):
+            axes[1].text(k, stages[n]["ci95"][1] + 0.005, f"{heights[k]:.3f}", ha="center", va="bottom")
+    axes[1].set_title("held-out success (greedy), 95% interval")
     for ax in axes:
-        ax.set_xlabel("RL step")
         ax.grid(alpha=0.3)
-        ax.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)
@@ -60,7 +74,7 @@ def render_table(report: dict[str, Any]) -> Any:
     for name, st in report.get("stages", {}).items():
         lo, hi = st["ci95"]
         table.add_row(name, f"{st['success']:.3f}", f"[{lo:.3f}, {hi:.3f}]", str(st["episodes"]),
-                      str(st.get("tokens", "-")), f"{st.get('time_s', 0):.0f}")
+                      str(st.get("tokens", "-")), f"{st['time_s']:.0f}" if "time_s" in st else "-")
     return table
 
 

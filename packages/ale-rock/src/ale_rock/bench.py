@@ -201,11 +201,13 @@ def _direct_worker_rtt(cluster: Any, sandbox_id: str, n: int) -> list[float]:
     import grpc
     from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 
+    from ale_rock.grpc_options import channel_options
+
     with sqlite3.connect(str(cluster.dir / "admin.db")) as db:
         info = db.execute("SELECT info FROM workers").fetchone()[0]
     import json
 
-    channel = grpc.insecure_channel(json.loads(info)["address"])
+    channel = grpc.insecure_channel(json.loads(info)["address"], options=channel_options())
     stub = rocklet_pb2_grpc.RockletServiceStub(channel)
     req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(argv=COMMAND))
     md = (("ale-sandbox-id", sandbox_id),)

@@ -49,18 +49,18 @@ def _progress(total: int, enabled: bool) -> tuple[Any, Any]:
 
 @app.command()
 def train(config: ConfigOpt, overrides: OverridesArg = None) -> None:
-    """Train with RL (resumes from the newest checkpoint in output_dir)."""
+    """Train with RL (resumes from the newest checkpoint in output_dir); cluster.mode=ray places the roles on Ray."""
     cfg = _load(config, overrides)
-    from ale_roll.controller import Controller
+    from ale_roll.controller import placed_controller
 
     progress, on_step = _progress(cfg.iterations, cfg.metrics.progress)
-    ctl = Controller(cfg, on_step=on_step)
-    if progress is not None:
-        progress.update(progress.task_ids[0], completed=ctl.step)
-        with progress:
+    with placed_controller(cfg, on_step=on_step) as ctl:
+        if progress is not None:
+            progress.update(progress.task_ids[0], completed=ctl.step)
+            with progress:
+                summary = ctl.run()
+        else:
             summary = ctl.run()
-    else:
-        summary = ctl.run()
     typer.echo(json.dumps(summary, default=str))
 
 
@@ -83,18 +83,11 @@ def sft(config: ConfigOpt, overrides: OverridesArg = None) -> None:
 def evaluate(config: ConfigOpt, overrides: OverridesArg = None) -> None:
     """Greedy evaluation of the newest checkpoint (or the initial model) on held-out seeds."""
     cfg = _load(config, overrides)
-    from ale_roll.controller import Controller
+    from ale_roll.controller import placed_controller
 
-    ctl = Controller(cfg)
-    ctl.resume()
-
-    async def go() -> dict[str, float]:
-        try:
-            return await ctl.evaluate()
-        finally:
-            await ctl.generator.close()
-
-    result: dict[str, Any] = {"step": ctl.step, **asyncio.run(go())}
+    with placed_controller(cfg) as ctl:
+        ctl.resume()
+        result: dict[str, Any] = {"step": ctl.step, **asyncio.run(ctl.evaluate_only())}
     typer.echo(json.dumps(result))
 
 

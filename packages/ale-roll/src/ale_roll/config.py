@@ -112,6 +112,8 @@ class RolloutConfig(_Section):
     """How long generation requests are gathered into one micro-batch."""
     reward_fn: str = "env"
     """`env` (sum of the environment's rewards) or `module:function` taking (trajectory, info) -> float, sync or async."""
+    mode: Literal["gem", "agent_native"] = "gem"
+    """`gem`: the trainer plays the environment (`env`); `agent_native`: an agent works on a task in a sandbox and the ModelProxy's records are the trajectory (`agent`)."""
 
 
 class AlgorithmConfig(_Section):
@@ -145,6 +147,49 @@ class EnvConfig(_Section):
     """Seed of initial state 0; state k uses seed + k."""
     eval_seed: int = 1_000_000
     """First seed of held-out evaluation states."""
+
+
+class AgentConfig(_Section):
+    """Agent-native rollout (rollout.mode=agent_native): tasks, the agent, its sandboxes and the ModelProxy."""
+
+    tasks: list[str] = Field(default_factory=list)
+    """Training tasks: ale-rock built-in task ids or directories holding task.yaml files (relative to the config); state with seed s runs task s mod len."""
+    eval_tasks: list[str] = Field(default_factory=list)
+    """Held-out tasks for evaluation (same forms; empty = the training tasks); eval episode i runs task i mod len."""
+    kind: Literal["flow", "command"] = "flow"
+    """`flow`: ale-flow's agent loop in the trainer's process, its tools in the sandbox; `command`: an unmodified agent run as a shell command inside the sandbox."""
+    command: str = ""
+    """With kind=command: the agent's command (it reads OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL and ALE_TASK_PROMPT)."""
+    files: dict[str, str] = Field(default_factory=dict)
+    """With kind=command: sandbox path (relative to its work dir) -> local file (relative to the config) uploaded before the command runs."""
+    flow_settings: dict[str, Any] = Field(default_factory=dict)
+    """With kind=flow: ale-flow Settings fields merged over the defaults (yolo mode, the shell tool, no model retries)."""
+    sandbox_address: str | None = None
+    """host:port of the ale-rock Admin that provides the sandboxes (required)."""
+    sandbox_api_key: str = ""
+    """API key of that Admin ("" = the SDK's default)."""
+    sandbox_image: str = ""
+    """Sandbox image ("" = the worker's default)."""
+    allow: list[str] = Field(default_factory=list)
+    """Egress hosts the sandboxes may reach (`model-proxy` for a command agent that calls the proxy from inside)."""
+    proxy_address: str | None = None
+    """host:port (gRPC) of a running ModelProxy; unset = one is started in the trainer's process."""
+    proxy_public_url: str = ""
+    """With an in-process proxy: the base URL handed to agents, as they reach it ("" = its own http://host:port)."""
+    serve_host: str = "127.0.0.1"
+    """Interface the trainer serves its InferenceService on; the ModelProxy reaches it at this host."""
+    model_name: str = "policy"
+    """Model name the agent sees."""
+    max_calls: int = Field(default=0, ge=0)
+    """Model calls allowed per episode (0 = unlimited; the proxy answers 429 beyond)."""
+    budget_s: float | None = Field(default=None, gt=0)
+    """The agent's wall-clock budget per episode (unset = the task's limits.agent_s)."""
+    setup_timeout_s: float = Field(default=120.0, gt=0)
+    """Limit of one sandbox setup (task files + setup script)."""
+    verify_timeout_s: float = Field(default=120.0, gt=0)
+    """Limit of one run of the task's hidden tests."""
+    proxy_timeout_s: float = Field(default=30.0, gt=0)
+    """Limit of one ModelProxy call (open / close / records)."""
 
 
 class OptimizerConfig(_Section):
@@ -274,7 +319,9 @@ class RunConfig(_Section):
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
     """The loss."""
     env: EnvConfig = Field(default_factory=EnvConfig)
-    """The environment."""
+    """The environment (GEM mode)."""
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    """Agent-native rollout (rollout.mode=agent_native)."""
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     """AdamW."""
     sft: SFTConfig = Field(default_factory=SFTConfig)
@@ -303,6 +350,21 @@ class RunConfig(_Section):
             raise ValueError(
                 f"resources.train_slots ({self.resources.train_slots}) must be < rollout.episodes_in_flight "
                 f"({r.episodes_in_flight}): rollout needs at least one slot")
+        return self
+
+    @model_validator(mode="after")
+    def _agent_native(self) -> RunConfig:
+        if self.rollout.mode != "agent_native":
+            return self
+        a = self.agent
+        if not a.tasks:
+            raise ValueError("agent.tasks: rollout.mode=agent_native needs at least one task")
+        if not a.sandbox_address:
+            raise ValueError("agent.sandbox_address: rollout.mode=agent_native needs an ale-rock Admin for sandboxes")
+        if a.kind == "command" and not a.command.strip():
+            raise ValueError("agent.command: agent.kind=command needs the agent's command")
+        if a.kind == "flow" and (a.command or a.files):
+            raise ValueError("agent.command / agent.files apply to agent.kind=command only")
         return self
 
     def resolve(self, path: str) -> Path:

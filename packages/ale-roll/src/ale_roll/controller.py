@@ -10,16 +10,22 @@ One training step, top to bottom (`_train_loop`):
 3. pause generation only for the weight push (verified), bump the policy version,
 4. log metrics, checkpoint every N steps (model, optimizer, RNG, buffer, frontier — atomically).
 With async ratio 0 this is synchronous training; the code is the same.
+
+Rollout modes (`rollout.mode`): `gem` plays `env` through `EpisodeRunner`; `agent_native` runs
+agents on tasks in sandboxes through `AgentNativeRunner` (`rollout.agent_setup`). Its services (our
+InferenceService over the rollout's generator, the ModelProxy) need the running event loop, so they
+live inside `rollout_services()`, which `train_async` and `evaluate_only` enter.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ale_roll.algorithms.filtering import (
     EnvironmentNoiseFilter,
@@ -41,15 +47,37 @@ from ale_roll.rollout import (
     RolloutScheduler,
     load_reward_fn,
 )
-from ale_roll.rollout.episode import RewardFn
+from ale_roll.rollout.episode import EpisodeTimes, RewardFn
 from ale_roll.rollout.replay import load_trajectories
 from ale_roll.trainer.resources import ResourceManager
 from ale_roll.trainer.setup import Policy, build_policy
 from ale_roll.trainer.step import set_lr, train_step, trajectory_metrics
+from ale_roll.types import Trajectory
 
 _FILTERS: dict[str, Callable[[], TrajectoryFilter]] = {
     "env_noise": EnvironmentNoiseFilter, "repeated_illegal": RepeatedIllegalToolCallFilter, "truncated": TruncatedFilter,
 }
+
+
+class Runner(Protocol):
+    """What the scheduler and evaluation need of an episode runner (`EpisodeRunner`, `AgentNativeRunner`)."""
+
+    times: EpisodeTimes
+
+    async def run(self, *, seed: int | None, initial_state_id: str, group_id: str = "",
+                  episode_id: str | None = None, params: SamplingParams | None = None) -> Trajectory:
+        """Play one episode."""
+        ...
+
+
+class _NotStarted:
+    """The runner slot of agent-native mode outside `rollout_services()`: fails loudly, never plays GEM."""
+
+    times = EpisodeTimes()
+
+    async def run(self, **_: Any) -> Trajectory:
+        raise RuntimeError("agent-native rollout runs inside Controller.rollout_services() "
+                           "(entered by train_async and evaluate_only)")
 
 
 def make_env_factory(cfg: EnvConfig, timeout_s: float) -> Callable[[], GemEnv]:
@@ -92,9 +120,15 @@ class Controller:
         self.generator = BatchingGenerator(self.policy.inference, max_batch=r.max_batch,
                                            window_s=r.batch_window_ms / 1000, timeout_s=r.generate_timeout_s)
         self.params = SamplingParams(max_tokens=r.max_new_tokens, temperature=r.temperature)
-        self.runner = EpisodeRunner(self.env_factory, self.generator, self.fmt, self.params, r.max_turns,
-                                    r.env_timeout_s, r.reward_timeout_s, reward_fn or load_reward_fn(r.reward_fn),
-                                    env_threads=r.env_threads or cfg.env.address is not None)
+        self.reward_fn = reward_fn or load_reward_fn(r.reward_fn)
+        self.runner: Runner = _NotStarted()
+        if r.mode == "gem":
+            self.runner = EpisodeRunner(self.env_factory, self.generator, self.fmt, self.params, r.max_turns,
+                                        r.env_timeout_s, r.reward_timeout_s, self.reward_fn,
+                                        env_threads=r.env_threads or cfg.env.address is not None)
+        self.eval_runner: Runner = self.runner
+        self.agent_stack: Any = None
+        """The running `rollout.agent_setup.AgentNativeStack` inside `rollout_services()` (agent-native mode)."""
         self.scheduler = RolloutScheduler(
             self.buffer, self._episode, batch_size=r.batch_size, group_size=r.group_size,
             episodes_in_flight=r.episodes_in_flight, async_ratio=r.async_ratio, max_attempts=r.max_attempts,
@@ -110,6 +144,26 @@ class Controller:
     async def _episode(self, entry: FrontierEntry) -> Any:
         return await self.runner.run(seed=entry.seed, initial_state_id=entry.initial_state_id,
                                      group_id=entry.group_id, episode_id=entry.episode_id)
+
+    @contextlib.asynccontextmanager
+    async def rollout_services(self) -> AsyncIterator[None]:
+        """Agent-native mode: serve the generator, start or join the ModelProxy and build the runners
+        for the block; stopped after. GEM mode needs nothing (a no-op)."""
+        if self.cfg.rollout.mode != "agent_native" or self.agent_stack is not None:
+            yield
+            return
+        from ale_roll.rollout.agent_setup import build_agent_stack
+
+        stack = build_agent_stack(self.cfg, self.generator, self.policy.tokenizer, asyncio.get_running_loop(),
+                                  self.params, self.reward_fn)
+        self.agent_stack, self.runner, self.eval_runner = stack, stack.runner, stack.eval_runner
+        try:
+            yield
+        finally:
+            self.agent_stack, self.runner = None, _NotStarted()
+            self.eval_runner = self.runner
+            # On a thread: stopping the servers waits for their handlers, which need this loop.
+            await asyncio.to_thread(stack.close)
 
     # -- weights ----------------------------------------------------------------------------
     def _push_weights(self) -> float:
@@ -162,13 +216,23 @@ class Controller:
         n = self.cfg.eval.episodes if episodes is None else episodes
         if n <= 0:
             return {}
+        if isinstance(self.eval_runner, _NotStarted):  # its episodes would all "fail" quietly below
+            await self.eval_runner.run()
         greedy = SamplingParams(max_tokens=self.cfg.rollout.max_new_tokens, temperature=0.0)
         results = await asyncio.gather(*(
-            self.runner.run(seed=self.cfg.env.eval_seed + i, initial_state_id=f"eval-{i}", params=greedy)
+            self.eval_runner.run(seed=self.cfg.env.eval_seed + i, initial_state_id=f"eval-{i}", params=greedy)
             for i in range(n)), return_exceptions=True)
-        trajs = [t for t in results if not isinstance(t, BaseException)]
+        trajs = [t for t in results if not isinstance(t, BaseException)]; print("DEBUG", [repr(t) for t in results if isinstance(t, BaseException)])
         return {"eval/success": sum(bool(t.metadata.get("success")) for t in trajs) / n,
                 "eval/reward": sum(t.reward for t in trajs) / n, "eval/errors": float(n - len(trajs))}
+
+    async def evaluate_only(self) -> dict[str, float]:
+        """`evaluate()` with the rollout services up (agent-native mode); releases the generator after."""
+        try:
+            async with self.rollout_services():
+                return await self.evaluate()
+        finally:
+            await self.generator.close()
 
     # -- the loop ---------------------------------------------------------------------------
     async def _checkpoint(self) -> None:
@@ -232,22 +296,23 @@ class Controller:
                             resume_step=self.step if self.resumed else None)
         summary: dict[str, Any] = {"resumed_from": self.step if self.resumed else None}
         try:
-            if not self.resumed:
-                # The inference engine may be a shared service that last served another run: give
-                # it exactly this run's starting weights (verified) before anything is generated.
-                self._push_weights()
-                # eval/* at step 0 is where RL starts (after the warm-up); *_untrained is before it.
-                untrained = await self.evaluate()
-                start = {f"{k}_untrained": v for k, v in untrained.items()}
-                start.update(self.warmup_sft())
-                start.update(await self.evaluate() if self.cfg.sft.steps and self.cfg.sft.data else untrained)
-                log.log(0, start)
-                summary["start"] = start
-            await self._train_loop(log)
-            await self._checkpoint()
-            final = await self.evaluate()
-            log.log(self.step, final)
-            summary["final"] = final
+            async with self.rollout_services():
+                if not self.resumed:
+                    # The inference engine may be a shared service that last served another run: give
+                    # it exactly this run's starting weights (verified) before anything is generated.
+                    self._push_weights()
+                    # eval/* at step 0 is where RL starts (after the warm-up); *_untrained is before it.
+                    untrained = await self.evaluate()
+                    start = {f"{k}_untrained": v for k, v in untrained.items()}
+                    start.update(self.warmup_sft())
+                    start.update(await self.evaluate() if self.cfg.sft.steps and self.cfg.sft.data else untrained)
+                    log.log(0, start)
+                    summary["start"] = start
+                await self._train_loop(log)
+                await self._checkpoint()
+                final = await self.evaluate()
+                log.log(self.step, final)
+                summary["final"] = final
         finally:
             log.close()
             await self.generator.close()
@@ -261,3 +326,16 @@ class Controller:
     def run(self) -> dict[str, Any]:
         """`train_async` on a fresh event loop."""
         return asyncio.run(self.train_async())
+
+
+@contextlib.contextmanager
+def placed_controller(cfg: RunConfig, **kwargs: Any) -> Iterator[Controller]:
+    """A Controller with its roles placed per `cluster.mode`: in this process, or as Ray actors
+    (`cluster.build_ray_cluster`, torn down when the block ends). Ray is imported only for `ray`."""
+    if cfg.cluster.mode != "ray":
+        yield Controller(cfg, **kwargs)
+        return
+    from ale_roll.cluster import build_ray_cluster
+
+    with build_ray_cluster(cfg) as cluster:
+        yield Controller(cfg, policy=cluster.policy, env_factory=cluster.env_factory, **kwargs)

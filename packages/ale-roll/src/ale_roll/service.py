@@ -80,20 +80,21 @@ class TrainerServicer(trainer_pb2_grpc.TrainerServiceServicer):
 
                 result = run_sft(job.cfg, on_step=on_step)
             else:
-                from ale_roll.controller import Controller
+                from ale_roll.controller import placed_controller
 
-                ctl = Controller(job.cfg, on_step=on_step)
-                self._update(job, controller=ctl)
-                if job.stop_requested:
-                    ctl.stop_requested = True
-                if kind == "train":
-                    result = ctl.run()
-                else:
-                    import asyncio
+                # cluster.mode=ray: the roles run as Ray actors for the job, torn down after it.
+                with placed_controller(job.cfg, on_step=on_step) as ctl:
+                    self._update(job, controller=ctl)
+                    if job.stop_requested:
+                        ctl.stop_requested = True
+                    if kind == "train":
+                        result = ctl.run()
+                    else:
+                        import asyncio
 
-                    ctl.resume()
-                    result = asyncio.run(ctl.evaluate())
-                    on_step(ctl.step, result)
+                        ctl.resume()
+                        result = asyncio.run(ctl.evaluate_only())
+                        on_step(ctl.step, result)
             self._update(job, state="stopped" if job.stop_requested else "succeeded",
                          message=yaml.safe_dump(result, default_flow_style=True, width=10_000).strip()[:2000])
         except Exception as e:  # a failed job is reported, the service keeps serving

@@ -23,7 +23,8 @@ from ale_rock.admin.manager import SandboxManager
 from ale_rock.admin.registry_service import WorkerRegistryServicer
 from ale_rock.admin.service import SandboxServicer
 from ale_rock.admin.store import Store
-from ale_rock.admin.worker_client import CHANNEL_OPTIONS, GrpcWorkerClient
+from ale_rock.admin.worker_client import GrpcWorkerClient
+from ale_rock.grpc_options import server_options
 
 log = logging.getLogger("ale_rock.admin")
 
@@ -84,7 +85,7 @@ async def start_admin(config: AdminConfig) -> RunningAdmin:
     auth = Authenticator(keys, config.join_token)
     # EnvService/EnvHubService are synchronous servicers: grpc.aio runs them in this pool.
     executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="admin-sync-rpc")
-    server = grpc.aio.server(options=CHANNEL_OPTIONS, migration_thread_pool=executor)
+    server = grpc.aio.server(options=server_options(16 * 2**20), migration_thread_pool=executor)
     names = list(SERVICE_NAMES)
     hub = None
     if config.envhub is not None:

@@ -11,12 +11,9 @@ from ale_proto.v1 import rocklet_pb2_grpc, worker_pb2, worker_pb2_grpc
 from ale_rock.admin.convert import spec_from_dict, state_from_pb
 from ale_rock.admin.state import State
 from ale_rock.admin.workers import CommitInfo, WorkerCallError
+from ale_rock.grpc_options import channel_options
 
-CHANNEL_OPTIONS = [
-    ("grpc.max_send_message_length", 16 * 2**20),
-    ("grpc.max_receive_message_length", 16 * 2**20),
-    ("grpc.keepalive_time_ms", 30_000),
-]
+CHANNEL_OPTIONS = channel_options(16 * 2**20)
 
 
 def _wrap(e: grpc.aio.AioRpcError) -> WorkerCallError:

@@ -21,6 +21,7 @@ import grpc
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 
 from ale_rock.backends.base import SandboxConfig
+from ale_rock.grpc_options import channel_options
 
 
 def _p(values: list[float], q: float) -> float:
@@ -46,7 +47,7 @@ def create_first_exec_ms(backend: Any, n: int, config: SandboxConfig | None = No
         t0 = time.perf_counter()
         handle = backend.start(sid, config or SandboxConfig())
         try:
-            with grpc.insecure_channel(f"unix:{handle.rocklet_socket}") as ch:
+            with grpc.insecure_channel(f"unix:{handle.rocklet_socket}", options=channel_options()) as ch:
                 stub = rocklet_pb2_grpc.RockletServiceStub(ch)
                 req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(argv=["true"]))
                 result = stub.Exec(req, timeout=60).result

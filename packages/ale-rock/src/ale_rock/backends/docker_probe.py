@@ -9,6 +9,8 @@ from pathlib import Path
 import grpc
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc
 
+from ale_rock.grpc_options import channel_options
+
 # gRPC's default reconnect backoff starts at 1 s: far too slow for a server that is about to
 # listen. Short backoffs keep create -> first exec close to the container's own start time.
 _FAST_RECONNECT = [
@@ -33,7 +35,7 @@ def wait_for_rocklet(socket_path: Path, timeout_s: float, alive: Callable[[], bo
         if time.monotonic() > deadline:
             raise TimeoutError(f"no Rocklet socket at {socket_path} after {timeout_s:.0f}s")
         time.sleep(0.003)
-    with grpc.insecure_channel(f"unix:{socket_path}", options=_FAST_RECONNECT) as channel:
+    with grpc.insecure_channel(f"unix:{socket_path}", options=channel_options(extra=_FAST_RECONNECT)) as channel:
         stub = rocklet_pb2_grpc.RockletServiceStub(channel)
         while True:
             left = deadline - time.monotonic()

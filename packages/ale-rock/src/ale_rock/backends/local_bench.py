@@ -23,6 +23,7 @@ from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 from ale_rock.backends.base import Limits, SandboxConfig
 from ale_rock.backends.limits import CGROUP_ROOT
 from ale_rock.backends.local import LocalBackend, LocalBackendConfig
+from ale_rock.grpc_options import channel_options
 
 _TRUE = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(argv=["true"]))
 
@@ -33,7 +34,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _first_exec(socket: Path) -> None:
-    with grpc.insecure_channel(f"unix:{socket}") as channel:
+    with grpc.insecure_channel(f"unix:{socket}", options=channel_options()) as channel:
         result = rocklet_pb2_grpc.RockletServiceStub(channel).Exec(_TRUE, timeout=60).result
     if result.end_reason != sandbox_pb2.EXEC_END_REASON_EXITED or result.exit_code != 0:
         raise RuntimeError(f"first exec failed: {result}")
@@ -90,7 +91,7 @@ def run(samples: int, concurrent: int, parallel: int, pool_size: int) -> dict[st
                 _first_exec(h.rocklet_socket)
                 cold.append((time.perf_counter() - t) * 1000)
                 if i == 0:
-                    with grpc.insecure_channel(f"unix:{h.rocklet_socket}") as ch:
+                    with grpc.insecure_channel(f"unix:{h.rocklet_socket}", options=channel_options()) as ch:
                         stub = rocklet_pb2_grpc.RockletServiceStub(ch)
                         rtt = []
                         for _ in range(samples * 5):

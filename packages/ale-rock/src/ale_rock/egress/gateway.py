@@ -25,6 +25,7 @@ from ale_proto.v1 import common_pb2, rocklet_pb2, rocklet_pb2_grpc
 
 from ale_rock.egress.httpstamp import HttpFramingError, SandboxHeaderStamper
 from ale_rock.egress.policy import Rule, SafetyLog, decide
+from ale_rock.grpc_options import server_options
 
 TOKEN_METADATA_KEY = "ale-egress-token"
 MODEL_PROXY_HOST = "model-proxy"
@@ -77,7 +78,8 @@ class EgressGateway(rocklet_pb2_grpc.EgressServiceServicer):
         with contextlib.suppress(FileNotFoundError):
             socket_path.unlink()
         server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=max_connections, thread_name_prefix="egress")
+            futures.ThreadPoolExecutor(max_workers=max_connections, thread_name_prefix="egress"),
+            options=server_options(),
         )
         rocklet_pb2_grpc.add_EgressServiceServicer_to_server(self, server)
         server.add_insecure_port(f"unix:{socket_path}")

@@ -21,6 +21,7 @@ import grpc
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc
 
 from ale_rock.egress.gateway import TOKEN_METADATA_KEY
+from ale_rock.grpc_options import channel_options
 
 PROXY_PORT = 3128
 _MAX_HEAD = 65536
@@ -30,7 +31,7 @@ class EgressProxy:
     """Accepts proxy requests on 127.0.0.1 and tunnels them through EgressService."""
 
     def __init__(self, egress_socket: str, token: str, port: int = PROXY_PORT) -> None:
-        self._channel = grpc.insecure_channel(f"unix:{egress_socket}")
+        self._channel = grpc.insecure_channel(f"unix:{egress_socket}", options=channel_options())
         self._stub = rocklet_pb2_grpc.EgressServiceStub(self._channel)
         self._token = token
         proxy = self

@@ -13,6 +13,7 @@ from ale_proto.v1 import common_pb2, env_pb2, env_pb2_grpc, sandbox_pb2
 from ale_rock.envhub.convert import spec_to_pb
 from ale_rock.envhub.registry import StoredSpec
 from ale_rock.envhub.spec import EnvSpecModel, validate_spec
+from ale_rock.grpc_options import channel_options
 
 DEFAULT_ADDRESS = "127.0.0.1:50072"
 _BACKENDS = {"docker": sandbox_pb2.SANDBOX_BACKEND_DOCKER, "local": sandbox_pb2.SANDBOX_BACKEND_LOCAL}
@@ -55,7 +56,7 @@ class EnvHubClient:
         self.address = address or os.environ.get("ALE_ENVHUB_ADDRESS") or DEFAULT_ADDRESS
         key = api_key if api_key is not None else os.environ.get("ALE_ROCK_API_KEY", "")
         self._metadata = (("authorization", f"Bearer {key}"),) if key else ()
-        self._channel = grpc.insecure_channel(self.address)
+        self._channel = grpc.insecure_channel(self.address, options=channel_options())
         self._stub = env_pb2_grpc.EnvHubServiceStub(self._channel)
         self.timeout_s = timeout_s
 

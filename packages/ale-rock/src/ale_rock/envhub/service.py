@@ -24,6 +24,7 @@ from ale_rock.envhub.docker_build import DockerBuildConfig, DockerBuilder
 from ale_rock.envhub.hub import Builder, EnvHub, HubError
 from ale_rock.envhub.registry import Registry
 from ale_rock.envhub.spec import EnvSpecError
+from ale_rock.grpc_options import server_options
 
 SERVICE_NAME = env_pb2.DESCRIPTOR.services_by_name["EnvHubService"].full_name
 MAX_PAGE = 1000
@@ -189,7 +190,7 @@ class EnvHubServer:
 def serve_envhub(config: EnvHubConfig | None = None, hub: EnvHub | None = None) -> EnvHubServer:
     """Start a standalone EnvHubService (health checking, reflection) and return it running."""
     cfg = config or EnvHubConfig()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=cfg.max_workers, thread_name_prefix="envhub-rpc"))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=cfg.max_workers, thread_name_prefix="envhub-rpc"), options=server_options())
     hub = add_envhub_service(server, cfg, hub)
     add_standard_services(server, [SERVICE_NAME])
     port = server.add_insecure_port(f"{cfg.host}:{cfg.port}")

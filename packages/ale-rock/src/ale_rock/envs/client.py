@@ -14,12 +14,15 @@ from ale_proto.v1 import env_pb2, env_pb2_grpc
 from ale_rock.envs.convert import from_struct, step_from_pb, to_struct
 from ale_rock.envs.core import StepResult
 from ale_rock.envs.errors import EnvError, error_class
+from ale_rock.grpc_options import channel_options
 
-_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 16 << 20), ("grpc.max_send_message_length", 16 << 20),
-                    # A restarted env host (a worker back after a crash) is found again within ~2 s,
-                    # not after gRPC's default reconnect backoff of up to two minutes.
-                    ("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
-                    ("grpc.max_reconnect_backoff_ms", 2000)]
+_CHANNEL_OPTIONS = channel_options(
+    16 << 20,
+    # A restarted env host (a worker back after a crash) is found again within ~2 s,
+    # not after gRPC's default reconnect backoff of up to two minutes.
+    extra=[("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
+           ("grpc.max_reconnect_backoff_ms", 2000)],
+)
 
 
 def typed_error(err: grpc.RpcError) -> EnvError:
@@ -124,7 +127,7 @@ class RemoteEnv:
 
 def list_remote_envs(address: str, prefix: str = "") -> list[dict[str, Any]]:
     """Every environment id the service at ``address`` accepts (follows pagination)."""
-    with grpc.insecure_channel(address) as ch:
+    with grpc.insecure_channel(address, options=channel_options()) as ch:
         stub = env_pb2_grpc.EnvServiceStub(ch)
         out: list[dict[str, Any]] = []
         token = ""

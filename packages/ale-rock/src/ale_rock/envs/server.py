@@ -25,6 +25,7 @@ from ale_rock.envs.convert import from_struct, step_to_pb, to_struct
 from ale_rock.envs.errors import EnvError, InvalidAction
 from ale_rock.envs.host import EnvHost, HostLimits
 from ale_rock.envs.sandbox import LocalDirProvider, SandboxProvider, SdkProvider
+from ale_rock.grpc_options import server_options
 
 SERVICE_NAME = env_pb2.DESCRIPTOR.services_by_name["EnvService"].full_name
 
@@ -257,7 +258,7 @@ def serve_env_service(config: EnvServerConfig | None = None) -> EnvServer:
     cfg = config or EnvServerConfig()
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=cfg.max_workers, thread_name_prefix="env-rpc"),
-        options=[("grpc.max_receive_message_length", max(4 << 20, 2 * cfg.max_action_bytes))],
+        options=server_options(extra=[("grpc.max_receive_message_length", max(4 << 20, 2 * cfg.max_action_bytes))]),
     )
     host = add_env_service(server, cfg)
     add_standard_services(server, [SERVICE_NAME])

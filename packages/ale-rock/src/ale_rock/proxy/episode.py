@@ -14,6 +14,7 @@ import grpc
 from ale_proto.v1 import model_proxy_pb2, model_proxy_pb2_grpc
 
 from ale_rock.envs.sandbox import ProviderRunner, SandboxProvider
+from ale_rock.grpc_options import channel_options
 from ale_rock.proxy.records import CallRecord
 
 _UPSTREAMS = {
@@ -64,7 +65,7 @@ def run_agent_episode(
 
     episode_id = episode_id or f"ep-{uuid.uuid4().hex[:12]}"
     runner = ProviderRunner(provider, {"ale.episode": episode_id})
-    stub = model_proxy_pb2_grpc.ModelProxyServiceStub(channel := grpc.insecure_channel(proxy_address))
+    stub = model_proxy_pb2_grpc.ModelProxyServiceStub(channel := grpc.insecure_channel(proxy_address, options=channel_options()))
     opened = False
     try:
         setup_task(task, runner)

@@ -16,6 +16,7 @@ from ale_proto.serving import add_standard_services
 from ale_proto.v1 import common_pb2, model_proxy_pb2, model_proxy_pb2_grpc
 from pydantic import BaseModel, ConfigDict
 
+from ale_rock.grpc_options import server_options
 from ale_rock.proxy.core import ModelProxy
 from ale_rock.proxy.episodes import EpisodeBook
 from ale_rock.proxy.http import ProxyHTTPServer
@@ -188,7 +189,7 @@ def serve_model_proxy(config: ModelProxyConfig | None = None) -> ModelProxyServe
     http = ProxyHTTPServer((cfg.host, cfg.http_port), proxy, cfg.max_body_bytes, cfg.require_sandbox_header)
     http.start()
     http_url = f"http://{cfg.host}:{http.server_address[1]}"
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="proxy-rpc"))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="proxy-rpc"), options=server_options())
     model_proxy_pb2_grpc.add_ModelProxyServiceServicer_to_server(
         ModelProxyServicer(proxy, cfg, cfg.public_base_url or http_url), server
     )

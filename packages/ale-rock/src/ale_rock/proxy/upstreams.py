@@ -16,6 +16,7 @@ import grpc
 from ale_proto.errors import error_detail_of
 from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
 
+from ale_rock.grpc_options import channel_options
 from ale_rock.proxy.records import load_records
 from ale_rock.proxy.toolcalls import parse_tool_calls
 
@@ -76,7 +77,8 @@ class InferenceUpstream:
     def __init__(
         self, target: str, model: str = "", timeout_s: float = 300.0, default_max_tokens: int = 512
     ) -> None:
-        self.channel = grpc.insecure_channel(target)
+        # ale-roll's server, not ours: its ping policy is not set here, so no keepalive pings.
+        self.channel = grpc.insecure_channel(target, options=channel_options(keepalive=False))
         self.stub = inference_pb2_grpc.InferenceServiceStub(self.channel)
         self.model = model
         self.timeout_s = timeout_s

@@ -22,16 +22,14 @@ import grpc
 from ale_proto.serving import add_standard_services
 from ale_proto.v1 import rocklet_pb2_grpc
 
+from ale_rock.grpc_options import server_options
 from ale_rock.rocklet.exec import ExecEngine
 from ale_rock.rocklet.files import FileOps
 from ale_rock.rocklet.servicer import RockletServicer
 from ale_rock.rocklet.sessions import SessionManager
 
 MAX_MESSAGE_BYTES = 64 << 20
-GRPC_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-]
+GRPC_OPTIONS = server_options(MAX_MESSAGE_BYTES)
 SERVICE_NAME = "ale.v1.RockletService"
 
 

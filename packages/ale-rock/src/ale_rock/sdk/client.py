@@ -14,13 +14,11 @@ from typing import Any
 import grpc
 from ale_proto.v1 import sandbox_pb2_grpc
 
+from ale_rock.grpc_options import channel_options
 from ale_rock.sdk.errors import Unauthenticated, from_rpc_error
 
 DEFAULT_ADDRESS = "127.0.0.1:7700"
-CHANNEL_OPTIONS = [
-    ("grpc.max_send_message_length", 16 * 2**20),
-    ("grpc.max_receive_message_length", 16 * 2**20),
-]
+CHANNEL_OPTIONS = channel_options(16 * 2**20)
 
 
 class _Settings:

@@ -14,9 +14,11 @@ import grpc
 from ale_proto.errors import abort, make_error
 from ale_proto.v1 import common_pb2, rocklet_pb2
 
-from ale_rock.rocklet.server import GRPC_OPTIONS
+from ale_rock.grpc_options import channel_options
+from ale_rock.rocklet.server import MAX_MESSAGE_BYTES
 
 SANDBOX_METADATA_KEY = "ale-sandbox-id"
+_CHANNEL_OPTIONS = channel_options(MAX_MESSAGE_BYTES)
 SERVICE = "ale.v1.RockletService"
 _KINDS = {
     name: (method.client_streaming, method.server_streaming)
@@ -40,7 +42,7 @@ class RockletProxy:
 
     def warm(self, sandbox_id: str, path: str, timeout_s: float = 5.0) -> None:
         """Open and connect the channel of a new sandbox now, so its first call does not pay for it."""
-        channel = grpc.insecure_channel(f"unix:{path}", options=GRPC_OPTIONS)
+        channel = grpc.insecure_channel(f"unix:{path}", options=_CHANNEL_OPTIONS)
         try:
             grpc.channel_ready_future(channel).result(timeout=timeout_s)
         except grpc.FutureTimeoutError:
@@ -93,7 +95,7 @@ class RockletProxy:
             if entry is None or entry[0] != path:
                 if entry is not None:
                     entry[1].close()
-                entry = (str(path), grpc.insecure_channel(f"unix:{path}", options=GRPC_OPTIONS))
+                entry = (str(path), grpc.insecure_channel(f"unix:{path}", options=_CHANNEL_OPTIONS))
                 self._channels[sandbox_id] = entry
         forward = [(k, v) for k, v in md if not k.startswith(("authorization", ":")) and k != "user-agent"]
         return entry[1], forward

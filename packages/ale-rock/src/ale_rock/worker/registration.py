@@ -10,6 +10,8 @@ from typing import Any
 import grpc
 from ale_proto.v1 import worker_pb2, worker_pb2_grpc
 
+from ale_rock.grpc_options import channel_options
+
 log = logging.getLogger("ale_rock.worker")
 
 
@@ -26,7 +28,7 @@ class Registrar:
         interval_s: float,
         retry_s: float,
     ) -> None:
-        self._channel = grpc.insecure_channel(admin_address)
+        self._channel = grpc.insecure_channel(admin_address, options=channel_options())
         self._stub = worker_pb2_grpc.WorkerRegistryServiceStub(self._channel)
         self._md = [("authorization", f"Bearer {join_token}")]
         self._info = info

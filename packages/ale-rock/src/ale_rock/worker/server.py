@@ -26,7 +26,8 @@ from ale_rock.egress.gateway import EgressGateway
 from ale_rock.envs.host import EnvHost
 from ale_rock.envs.server import SERVICE_NAME as ENV_SERVICE
 from ale_rock.envs.server import add_env_service
-from ale_rock.rocklet.server import GRPC_OPTIONS
+from ale_rock.grpc_options import server_options
+from ale_rock.rocklet.server import MAX_MESSAGE_BYTES
 from ale_rock.worker.config import WorkerConfig
 from ale_rock.worker.envs import env_interceptors
 from ale_rock.worker.proxy import RockletProxy
@@ -119,7 +120,7 @@ class WorkerHandle:
         )
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="worker"),
-            options=GRPC_OPTIONS,
+            options=server_options(MAX_MESSAGE_BYTES),
             interceptors=env_interceptors(config.serve_envs, config.env_api_key),
         )
         worker_pb2_grpc.add_WorkerServiceServicer_to_server(self.servicer, self.server)
