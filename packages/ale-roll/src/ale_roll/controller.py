@@ -222,7 +222,7 @@ class Controller:
         results = await asyncio.gather(*(
             self.eval_runner.run(seed=self.cfg.env.eval_seed + i, initial_state_id=f"eval-{i}", params=greedy)
             for i in range(n)), return_exceptions=True)
-        trajs = [t for t in results if not isinstance(t, BaseException)]; print("DEBUG", [repr(t) for t in results if isinstance(t, BaseException)])
+        trajs = [t for t in results if not isinstance(t, BaseException)]
         return {"eval/success": sum(bool(t.metadata.get("success")) for t in trajs) / n,
                 "eval/reward": sum(t.reward for t in trajs) / n, "eval/errors": float(n - len(trajs))}
 

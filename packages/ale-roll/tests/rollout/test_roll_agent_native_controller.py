@@ -97,8 +97,8 @@ def _port_open(address: str) -> bool:
 def test_controller_trains_on_agent_native_episodes(agent_stack: Any, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     import ale_roll.controller as controller_mod
-    from ale_roll.controller import Controller
     from ale_rock.sdk import Sandbox
+    from ale_roll.controller import Controller
 
     stack = agent_stack
     policy = _policy(stack, tmp_path)
