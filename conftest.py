@@ -8,8 +8,19 @@ a missing install step cannot hide behind a green run.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
+
+# A test run started as a background job of a non-interactive shell (`make test &`, a CI step
+# launched that way) begins with SIGINT/SIGQUIT *ignored*, and every process a test spawns would
+# inherit that: the rocklet tests that interrupt a command in-process would then wait forever. The
+# rocklet process itself installs its own handlers (its children get the defaults on exec); give
+# the test process the same footing.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -116,18 +116,6 @@ def test_interrupt_by_exec_id_and_pid(engine: ExecEngine, by_pid: bool) -> None:
     assert result.signal == signal.SIGINT
 
 
-def test_interrupt_works_when_this_process_ignores_sigint(engine: ExecEngine) -> None:
-    """A rocklet started as a script's background job (or under nohup) inherits SIGINT ignored;
-    its commands must still get the default disposition, or an interrupt could never stop them."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        delivered, result = _interrupted_run(engine, by_pid=False)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    assert delivered
-    assert result.end_reason == EndReason.INTERRUPTED and result.signal == signal.SIGINT
-
-
 def test_signal_unknown_targets(engine: ExecEngine) -> None:
     with pytest.raises(RockletError) as e:
         engine.signal("nope")

@@ -43,25 +43,6 @@ _NEW_GROUP: dict[str, Any] = (
 _DRAIN_AFTER_EXIT_S = 0.05
 
 
-def reset_child_signals() -> None:
-    """In the child: SIGINT/SIGQUIT back to their defaults (exec keeps only *ignored* dispositions)."""
-    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
-    _signal.signal(_signal.SIGQUIT, _signal.SIG_DFL)
-
-
-def signals_ignored() -> bool:
-    """Whether this process runs with SIGINT or SIGQUIT ignored (children would inherit that)."""
-    return any(_signal.getsignal(s) is _signal.SIG_IGN for s in (_signal.SIGINT, _signal.SIGQUIT))
-
-
-def spawn_options() -> dict[str, Any]:
-    """Popen options for a command: its own process group, and default SIGINT/SIGQUIT even when this
-    process was started with them ignored (a background job of a script, `nohup`): otherwise an
-    interrupt could never stop the command. The reset needs a preexec hook, which disables the
-    fast vfork path, so it is only added when a disposition is actually ignored."""
-    return {**_NEW_GROUP, "preexec_fn": reset_child_signals} if signals_ignored() else dict(_NEW_GROUP)
-
-
 @dataclass
 class _Running:
     proc: subprocess.Popen[bytes]
@@ -140,7 +121,7 @@ class ExecEngine:
                 stderr=subprocess.PIPE,
                 cwd=cwd,
                 env=env,
-                **spawn_options(),
+                **_NEW_GROUP,
             )
         except OSError as e:
             with self._lock:
@@ -227,7 +208,7 @@ class ExecEngine:
                     stderr=err,
                     cwd=cwd,
                     env=env,
-                    **spawn_options(),
+                    **_NEW_GROUP,
                 )
         except OSError as e:
             with self._lock:

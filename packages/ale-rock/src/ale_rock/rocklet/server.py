@@ -178,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         os.close(args.ready_fd)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
+    # Handled (not ignored) SIGINT also means the commands we spawn start with the default one,
+    # even when we were started with it ignored (exec resets handled signals, keeps ignored ones).
     signal.signal(signal.SIGINT, lambda *_: done.set())
+    if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     done.wait()
     rocklet.stop()
     return 0

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ale_rock.rocklet.capture import CappedOutput
-from ale_rock.rocklet.exec import reset_child_signals, signals_ignored
 from ale_rock.rocklet.types import (
     DEFAULT_MAX_OUTPUT,
     MAX_COMMAND_BYTES,
@@ -59,10 +58,6 @@ class Session:
             cwd=cwd,
             env={**env, "PS1": "", "PS2": "", "TERM": "dumb"},
             close_fds=True,
-            # The shell's foreground jobs would inherit an ignored SIGINT from us (when we were
-            # started with it ignored) and an interrupt could never stop them: then start the shell
-            # with the defaults. Only then — the preexec hook costs the fast spawn path.
-            preexec_fn=reset_child_signals if signals_ignored() else None,
         )
         os.close(slave)
         self.master = master
