@@ -12,9 +12,9 @@ stamp_ok() { [ -f "$STAMPS/$1" ] && [ "$(cat "$STAMPS/$1")" = "$2" ]; }
 hash_of() { { cat "$@" 2>/dev/null || true; } | sha256sum | cut -c1-16; }
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-# --- apt: bubblewrap for the local sandbox backend; docker.io (+ debootstrap for its base image) for
-# the docker backend and its tests.
-APT_PKGS=(bubblewrap docker.io debootstrap iproute2 procps)
+# --- apt: bubblewrap for the local sandbox backend; docker.io (+ debootstrap for its base image,
+# btrfs-progs for the engine's disk-quota storage, scripts/docker_engine.sh) for the docker backend.
+APT_PKGS=(bubblewrap docker.io debootstrap btrfs-progs iproute2 procps)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

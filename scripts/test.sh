@@ -6,22 +6,18 @@ cd "$(dirname "$0")/.."
 V=.venv/bin
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-DOCKERD_PID=""
+ENGINE_STARTED=""
 cleanup() {
-  if [ -n "$DOCKERD_PID" ]; then
-    kill "$DOCKERD_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.2; done
-  fi
+  if [ -n "$ENGINE_STARTED" ]; then bash scripts/docker_engine.sh stop || true; fi
 }
 trap cleanup EXIT
 
+# The engine runs on a btrfs loop file (scripts/docker_engine.sh) so docker sandboxes' disk limits
+# bind (--storage-opt size=); an engine that already runs is used as it is.
 if command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then
-  step "starting dockerd"
-  mkdir -p /tmp/ale-dockerd
-  dockerd --host unix:///var/run/docker.sock >/tmp/ale-dockerd/dockerd.log 2>&1 &
-  DOCKERD_PID=$!
-  for _ in $(seq 100); do docker info >/dev/null 2>&1 && break; sleep 0.2; done
-  docker info >/dev/null 2>&1 || { echo "dockerd did not start:"; tail -20 /tmp/ale-dockerd/dockerd.log; exit 1; }
+  step "starting dockerd (btrfs, scripts/docker_engine.sh)"
+  ENGINE_STARTED=1
+  bash scripts/docker_engine.sh start >/dev/null
 fi
 
 if docker info >/dev/null 2>&1; then
