@@ -186,9 +186,10 @@ class AgentServicer:
 
 def serve_agent_service(address: str = "127.0.0.1:0", servicer: AgentServicer | None = None, max_workers: int = 16, **kw: Any) -> tuple[Any, int]:
     """Start a gRPC server with AgentService (+ health and reflection when available); returns (server, port)."""
+    from ale_proto import serving
     from ale_proto.v1 import agent_pb2, agent_pb2_grpc
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=[serving.NO_REUSEPORT], interceptors=serving.strict_requests())
     agent_pb2_grpc.add_AgentServiceServicer_to_server(servicer or AgentServicer(**kw), server)
     try:
         from ale_proto.serving import add_standard_services
@@ -196,6 +197,6 @@ def serve_agent_service(address: str = "127.0.0.1:0", servicer: AgentServicer | 
         add_standard_services(server, [agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name])
     except ImportError:
         pass  # health/reflection need ale-proto[server]; the service works without them
-    port = server.add_insecure_port(address)
+    port = serving.bind(server, address)
     server.start()
     return server, port

@@ -77,5 +77,6 @@ def server_options(
         ("grpc.http2.min_ping_interval_without_data_ms", min_ping_interval_ms),
         ("grpc.keepalive_permit_without_calls", PERMIT_WITHOUT_CALLS),
         ("grpc.http2.max_ping_strikes", MAX_PING_STRIKES),
+        ("grpc.so_reuseport", 0),  # a second server on a taken port must fail, not share it
         *extra,
     ]

@@ -17,6 +17,7 @@ from typing import Any
 
 import grpc
 import yaml
+from ale_proto import serving
 from ale_proto.v1 import trainer_pb2, trainer_pb2_grpc
 
 from ale_roll.config import ConfigError, RunConfig, build_config
@@ -178,7 +179,7 @@ class TrainerServer:
 
 def serve_trainer_service(host: str = "127.0.0.1", port: int = 0) -> TrainerServer:
     """Start a TrainerService and return it running."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="trainer-rpc"))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="trainer-rpc"), options=[serving.NO_REUSEPORT], interceptors=serving.strict_requests())
     trainer_pb2_grpc.add_TrainerServiceServicer_to_server(TrainerServicer(), server)
     try:  # health + reflection, so supervisors (`ale up`) can wait for SERVING
         from ale_proto.serving import add_standard_services
@@ -186,6 +187,6 @@ def serve_trainer_service(host: str = "127.0.0.1", port: int = 0) -> TrainerServ
         add_standard_services(server, [trainer_pb2.DESCRIPTOR.services_by_name["TrainerService"].full_name])
     except ImportError:  # ale-proto without its [server] extra: serve without them
         pass
-    bound = server.add_insecure_port(f"{host}:{port}")
+    bound = serving.bind(server, f"{host}:{port}")
     server.start()
     return TrainerServer(server, bound, host)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from ale_proto import serving
 from ale_proto.serving import add_standard_services
 from ale_proto.v1 import env_pb2, env_pb2_grpc, sandbox_pb2, sandbox_pb2_grpc, worker_pb2, worker_pb2_grpc
 
@@ -85,7 +86,7 @@ async def start_admin(config: AdminConfig) -> RunningAdmin:
     auth = Authenticator(keys, config.join_token)
     # EnvService/EnvHubService are synchronous servicers: grpc.aio runs them in this pool.
     executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="admin-sync-rpc")
-    server = grpc.aio.server(options=server_options(16 * 2**20), migration_thread_pool=executor)
+    server = grpc.aio.server(options=server_options(16 * 2**20), migration_thread_pool=executor, interceptors=serving.strict_requests_aio())
     names = list(SERVICE_NAMES)
     hub = None
     if config.envhub is not None:
@@ -107,9 +108,9 @@ async def start_admin(config: AdminConfig) -> RunningAdmin:
         creds = grpc.ssl_server_credentials(
             [(config.tls.key_file.read_bytes(), config.tls.cert_file.read_bytes())]
         )
-        port = server.add_secure_port(address, creds)
+        port = serving.bind(server, address, creds)
     else:
-        port = server.add_insecure_port(address)
+        port = serving.bind(server, address)
     me.port = port
     await server.start()
     upkeep = asyncio.get_running_loop().create_task(manager.run_upkeep())

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from ale_proto import serving
 from ale_proto.errors import abort, make_error
 from ale_proto.serving import add_standard_services
 from ale_proto.v1 import common_pb2, env_pb2, env_pb2_grpc
@@ -190,10 +191,10 @@ class EnvHubServer:
 def serve_envhub(config: EnvHubConfig | None = None, hub: EnvHub | None = None) -> EnvHubServer:
     """Start a standalone EnvHubService (health checking, reflection) and return it running."""
     cfg = config or EnvHubConfig()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=cfg.max_workers, thread_name_prefix="envhub-rpc"), options=server_options())
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=cfg.max_workers, thread_name_prefix="envhub-rpc"), options=server_options(), interceptors=serving.strict_requests())
     hub = add_envhub_service(server, cfg, hub)
     add_standard_services(server, [SERVICE_NAME])
-    port = server.add_insecure_port(f"{cfg.host}:{cfg.port}")
+    port = serving.bind(server, f"{cfg.host}:{cfg.port}")
     server.start()
     return EnvHubServer(server, hub, port, cfg.host)
 

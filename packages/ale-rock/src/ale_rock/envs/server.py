@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import grpc
+from ale_proto import serving
 from ale_proto.errors import abort, make_error
 from ale_proto.serving import add_standard_services
 from ale_proto.v1 import common_pb2, env_pb2, env_pb2_grpc
@@ -259,10 +260,11 @@ def serve_env_service(config: EnvServerConfig | None = None) -> EnvServer:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=cfg.max_workers, thread_name_prefix="env-rpc"),
         options=server_options(extra=[("grpc.max_receive_message_length", max(4 << 20, 2 * cfg.max_action_bytes))]),
+        interceptors=serving.strict_requests(),
     )
     host = add_env_service(server, cfg)
     add_standard_services(server, [SERVICE_NAME])
-    port = server.add_insecure_port(f"{cfg.host}:{cfg.port}")
+    port = serving.bind(server, f"{cfg.host}:{cfg.port}")
     server.start()
     return EnvServer(server, host, port, cfg.host)
 

@@ -11,6 +11,7 @@ from concurrent import futures
 from typing import Any, Literal
 
 import grpc
+from ale_proto import serving
 from ale_proto.errors import abort, make_error
 from ale_proto.serving import add_standard_services
 from ale_proto.v1 import common_pb2, model_proxy_pb2, model_proxy_pb2_grpc
@@ -186,15 +187,15 @@ def serve_model_proxy(config: ModelProxyConfig | None = None) -> ModelProxyServe
     """Start the ModelProxy (gRPC service with health + reflection, and the HTTP endpoint)."""
     cfg = config or ModelProxyConfig()
     proxy = ModelProxy(EpisodeBook(cfg.keep_closed_episodes), cfg.record_dir)
-    http = ProxyHTTPServer((cfg.host, cfg.http_port), proxy, cfg.max_body_bytes, cfg.require_sandbox_header)
+    http = serving.construct_listener(f"{cfg.host}:{cfg.http_port}", ProxyHTTPServer, (cfg.host, cfg.http_port), proxy, cfg.max_body_bytes, cfg.require_sandbox_header)
     http.start()
     http_url = f"http://{cfg.host}:{http.server_address[1]}"
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="proxy-rpc"), options=server_options())
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="proxy-rpc"), options=server_options(), interceptors=serving.strict_requests())
     model_proxy_pb2_grpc.add_ModelProxyServiceServicer_to_server(
         ModelProxyServicer(proxy, cfg, cfg.public_base_url or http_url), server
     )
     add_standard_services(server, [SERVICE_NAME])
-    port = server.add_insecure_port(f"{cfg.host}:{cfg.grpc_port}")
+    port = serving.bind(server, f"{cfg.host}:{cfg.grpc_port}")
     server.start()
     return ModelProxyServer(server, http, proxy, f"{cfg.host}:{port}", http_url)
 

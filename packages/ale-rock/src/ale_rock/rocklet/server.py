@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from ale_proto.serving import add_standard_services
+from ale_proto.serving import add_standard_services, strict_requests
 from ale_proto.v1 import rocklet_pb2_grpc
 
 from ale_rock.grpc_options import server_options
@@ -117,7 +117,9 @@ class Rocklet:
         self.files = FileOps(settings.workdir)
         self.servicer = RockletServicer(self.execs, self.sessions, self.files)
         self.server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="rocklet"), options=GRPC_OPTIONS
+            futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="rocklet"),
+            options=GRPC_OPTIONS,
+            interceptors=strict_requests(),
         )
         rocklet_pb2_grpc.add_RockletServiceServicer_to_server(self.servicer, self.server)
         add_standard_services(self.server, [SERVICE_NAME])

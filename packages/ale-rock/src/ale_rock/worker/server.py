@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from ale_proto import serving
 from ale_proto.serving import add_standard_services
 from ale_proto.v1 import common_pb2, sandbox_pb2, worker_pb2, worker_pb2_grpc
 
@@ -28,6 +29,7 @@ from ale_rock.envs.server import SERVICE_NAME as ENV_SERVICE
 from ale_rock.envs.server import add_env_service
 from ale_rock.grpc_options import server_options
 from ale_rock.rocklet.server import MAX_MESSAGE_BYTES
+from ale_rock.worker.auth import WorkerSecretInterceptor, new_secret
 from ale_rock.worker.config import WorkerConfig
 from ale_rock.worker.envs import env_interceptors
 from ale_rock.worker.proxy import RockletProxy
@@ -121,7 +123,7 @@ class WorkerHandle:
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="worker"),
             options=server_options(MAX_MESSAGE_BYTES),
-            interceptors=env_interceptors(config.serve_envs, config.env_api_key),
+            interceptors=[*serving.strict_requests(), *env_interceptors(config.serve_envs, config.env_api_key)],
         )
         worker_pb2_grpc.add_WorkerServiceServicer_to_server(self.servicer, self.server)
         self.server.add_generic_rpc_handlers((self.proxy.handler(),))
@@ -132,7 +134,7 @@ class WorkerHandle:
             services.append(ENV_SERVICE)
         self.health = add_standard_services(self.server, services)
         host, _, _ = config.address.rpartition(":")
-        self.port = self.server.add_insecure_port(config.address)
+        self.port = serving.bind(self.server, config.address)
         if host in ("0.0.0.0", "[::]", ""):  # listening everywhere: tell the admin a dialable name
             host = socket.gethostname()
         self.address = f"{host}:{self.port}"
@@ -145,6 +147,7 @@ class WorkerHandle:
             self.registrar = Registrar(
                 config.admin_address,
                 config.join_token,
+                self.secret,
                 self._info,
                 self._heartbeat,
                 self._on_registered,

@@ -32,6 +32,7 @@ from typing import Any
 
 import grpc
 import torch
+from ale_proto import serving
 from ale_proto.errors import abort, make_error
 from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
 
@@ -289,9 +290,10 @@ def serve(servicer: InferenceServicer, address: str = "127.0.0.1:0", max_workers
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
                          options=[("grpc.max_receive_message_length", 64 << 20),
-                                  ("grpc.max_send_message_length", 64 << 20)])
+                                  ("grpc.max_send_message_length", 64 << 20), serving.NO_REUSEPORT],
+                         interceptors=serving.strict_requests())
     inference_pb2_grpc.add_InferenceServiceServicer_to_server(servicer, server)
     add_standard_services(server, [SERVICE_NAME])
-    port = server.add_insecure_port(address)
+    port = serving.bind(server, address)
     server.start()
     return server, port
