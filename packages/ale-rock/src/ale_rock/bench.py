@@ -198,7 +198,6 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
 def _direct_worker_rtt(cluster: Any, sandbox_id: str, n: int) -> list[float]:
     import sqlite3
 
-    import grpc
     from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 
     from ale_rock.grpc_options import channel_options
@@ -207,7 +206,10 @@ def _direct_worker_rtt(cluster: Any, sandbox_id: str, n: int) -> list[float]:
         info = db.execute("SELECT info FROM workers").fetchone()[0]
     import json
 
-    channel = grpc.insecure_channel(json.loads(info)["address"], options=channel_options())
+    from ale_rock.worker.auth import worker_channel
+
+    worker = json.loads(info)  # the worker's credential is in the admin's store (0600)
+    channel = worker_channel(worker["address"], worker.get("secret", ""), options=channel_options())
     stub = rocklet_pb2_grpc.RockletServiceStub(channel)
     req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(argv=COMMAND))
     md = (("ale-sandbox-id", sandbox_id),)

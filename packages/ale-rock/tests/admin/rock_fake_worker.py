@@ -17,6 +17,7 @@ from concurrent import futures
 import grpc
 from ale_proto import errors
 from ale_proto.v1 import common_pb2, rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2, worker_pb2, worker_pb2_grpc
+from ale_rock.worker.auth import WORKER_SECRET_METADATA, WorkerSecretInterceptor, new_secret
 
 SANDBOXES: dict[str, int] = {}
 LOCK = threading.Lock()
@@ -96,9 +97,10 @@ class Rocklet(rocklet_pb2_grpc.RockletServiceServicer):
             exit=sandbox_pb2.ExecResult(end_reason=sandbox_pb2.EXEC_END_REASON_EXITED, exit_code=p.wait()))
 
 
-def register_loop(admin: str, token: str, info: worker_pb2.WorkerInfo) -> None:
+def register_loop(admin: str, token: str, info: worker_pb2.WorkerInfo, secret: str) -> None:
     stub = worker_pb2_grpc.WorkerRegistryServiceStub(grpc.insecure_channel(admin))
     md = (("authorization", f"Bearer {token}"),)
+    register_md = (*md, (WORKER_SECRET_METADATA, secret))
     registered = False
     while True:
         try:
@@ -106,7 +108,7 @@ def register_loop(admin: str, token: str, info: worker_pb2.WorkerInfo) -> None:
                 with LOCK:
                     running = list(SANDBOXES)
                 resp = stub.RegisterWorker(worker_pb2.RegisterWorkerRequest(worker=info, running_sandbox_ids=running),
-                                           metadata=md, timeout=5)
+                                           metadata=register_md, timeout=5)
                 keep = set(resp.keep_sandbox_ids)
                 with LOCK:
                     for sid in [s for s in SANDBOXES if s not in keep]:
@@ -132,7 +134,9 @@ def main() -> None:
     ap.add_argument("--cpu-millis", type=int, default=8000)
     ap.add_argument("--memory-bytes", type=int, default=16 * 2**30)
     args = ap.parse_args()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    # Sealed like a real worker: only the admin (which learns the secret at RegisterWorker) gets in.
+    secret = new_secret()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), interceptors=[WorkerSecretInterceptor(secret)])
     worker_pb2_grpc.add_WorkerServiceServicer_to_server(Worker(), server)
     rocklet_pb2_grpc.add_RockletServiceServicer_to_server(Rocklet(), server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -143,7 +147,7 @@ def main() -> None:
         backends=[sandbox_pb2.SANDBOX_BACKEND_LOCAL],
     )
     threading.Thread(target=register_loop, args=(f"127.0.0.1:{args.admin}" if args.admin.isdigit() else args.admin,
-                                                  args.token, info), daemon=True).start()
+                                                  args.token, info, secret), daemon=True).start()
     server.wait_for_termination()
 
 

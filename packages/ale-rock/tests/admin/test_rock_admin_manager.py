@@ -19,6 +19,7 @@ from ale_rock.admin.workers import CommitInfo
 class FakeWorker:
     rocklet: Any = None
     worker: Any = None
+    metadata: tuple[tuple[str, str], ...] = ()
 
     def __init__(self) -> None:
         self.started: list[str] = []
@@ -47,7 +48,7 @@ class FakeWorker:
 def _manager(tmp_path: Path, **cfg: Any) -> tuple[SandboxManager, dict[str, FakeWorker]]:
     workers: dict[str, FakeWorker] = {}
 
-    def factory(address: str) -> FakeWorker:
+    def factory(address: str, secret: str = "") -> FakeWorker:
         return workers.setdefault(address, FakeWorker())
 
     config = AdminConfig(db_path=tmp_path / "a.db", worker_lost_after_s=0.2, **cfg)

@@ -15,13 +15,14 @@ pytestmark = pytest.mark.docker
 
 
 def test_worker_with_docker_backend(base_image, docker_ps) -> None:
+    from ale_rock.worker.auth import worker_channel
     from ale_rock.worker.config import WorkerConfig
     from ale_rock.worker.server import serve_worker
 
     wid = f"dw{uuid.uuid4().hex[:8]}"
     state = Path("/tmp/ale-dt") / wid
     worker = serve_worker(WorkerConfig(backend="docker", state_dir=state, worker_id=wid, max_sandboxes=4))
-    channel = grpc.insecure_channel(worker.address)
+    channel = worker_channel(worker.address, worker.secret)
     ws, rs = worker_pb2_grpc.WorkerServiceStub(channel), rocklet_pb2_grpc.RockletServiceStub(channel)
     md = [("ale-sandbox-id", "dk1")]
     try:

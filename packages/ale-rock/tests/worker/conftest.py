@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2_grpc, worker_pb2_grpc
+from ale_rock.worker.auth import worker_channel
 from ale_rock.worker.config import WorkerConfig
 from ale_rock.worker.server import WorkerHandle, serve_worker
 
@@ -49,7 +49,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerHandle]:
 
 @pytest.fixture(scope="module")
 def stubs(worker: WorkerHandle) -> Iterator[Any]:
-    channel = grpc.insecure_channel(worker.address)
+    channel = worker_channel(worker.address, worker.secret)
     yield worker_pb2_grpc.WorkerServiceStub(channel), rocklet_pb2_grpc.RockletServiceStub(channel)
     channel.close()
 

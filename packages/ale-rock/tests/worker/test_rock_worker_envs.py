@@ -21,10 +21,13 @@ from ale_rock import envs
 from ale_rock.envs.batch_client import BatchEnvClient
 from ale_rock.envs.errors import EnvError, EnvNotFound, EnvUnavailable
 from ale_rock.envs.games.digit_lock import expert_guess
+from ale_rock.worker.auth import worker_channel
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 KEY = "env-key-for-tests"
 GUESS, LOCK = "game:GuessTheNumber-v0", "game:DigitLock-v0"
+SECRETS: dict[str, Path] = {}
+"""worker address -> its credential file"""
 
 
 def start_worker(state: Path, *settings: str) -> tuple[subprocess.Popen[str], str]:
@@ -61,7 +64,9 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    proc, address = start_worker(tmp_path_factory.mktemp("envs") / "state", f"env_api_key={KEY}")
+    state = tmp_path_factory.mktemp("envs") / "state"
+    proc, address = start_worker(state, f"env_api_key={KEY}", f"secret_file={state}.secret")
+    SECRETS[address] = Path(f"{state}.secret")
     yield address
     stop(proc)
     assert proc.returncode == 0
@@ -105,13 +110,18 @@ def test_health_reports_the_env_service_next_to_the_worker_services(worker: str)
             assert status == health_pb2.HealthCheckResponse.SERVING, service
 
 
-def test_env_calls_need_the_key_and_worker_calls_do_not(worker: str) -> None:
+def test_env_calls_need_the_key_and_worker_calls_the_worker_credential(worker: str) -> None:
     for key in ("", "wrong-key"):
         with pytest.raises(EnvError, match="API key"):
             envs.make(GUESS, address=worker, api_key=key, rpc_timeout_s=10)
-    with grpc.insecure_channel(worker) as ch:  # the key guards the EnvService only
-        listed = worker_pb2_grpc.WorkerServiceStub(ch).ListWorkerSandboxes(
-            worker_pb2.ListWorkerSandboxesRequest(), timeout=10)
+    request = worker_pb2.ListWorkerSandboxesRequest()
+    with grpc.insecure_channel(worker) as ch:  # the env key is no worker credential
+        with pytest.raises(grpc.RpcError) as e:
+            worker_pb2_grpc.WorkerServiceStub(ch).ListWorkerSandboxes(
+                request, metadata=[("authorization", f"Bearer {KEY}")], timeout=10)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    with worker_channel(worker, SECRETS[worker].read_text()) as ch:
+        listed = worker_pb2_grpc.WorkerServiceStub(ch).ListWorkerSandboxes(request, timeout=10)
         assert list(listed.sandboxes) == []
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2, worker_pb2, worker_pb2_grpc
+from ale_rock.worker.auth import worker_channel
 from ale_rock.worker.config import WorkerConfig
 from ale_rock.worker.server import serve_worker
 
@@ -64,7 +65,7 @@ def test_registers_once_the_admin_is_up_and_reaps_what_it_does_not_keep(tmp_path
         )
     )
     try:
-        ws = worker_pb2_grpc.WorkerServiceStub(grpc.insecure_channel(handle.address))
+        ws = worker_pb2_grpc.WorkerServiceStub(worker_channel(handle.address, handle.secret))
         # The admin is down: the worker keeps serving.
         for sid in ("keep-me", "drop-me"):
             assert (
@@ -108,6 +109,8 @@ def _start_worker_process(state: Path) -> tuple[subprocess.Popen[str], str]:
             "pool_size=0",
             "-c",
             "address=127.0.0.1:0",
+            "-c",
+            f"secret_file={state / 'worker.secret'}",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -120,8 +123,8 @@ def _start_worker_process(state: Path) -> tuple[subprocess.Popen[str], str]:
     return proc, match.group(1)
 
 
-def _start_sandbox_with_child(address: str, sid: str) -> None:
-    channel = grpc.insecure_channel(address)
+def _start_sandbox_with_child(address: str, sid: str, state: Path) -> None:
+    channel = worker_channel(address, (Path(state) / "worker.secret").read_text())
     ws, rs = worker_pb2_grpc.WorkerServiceStub(channel), rocklet_pb2_grpc.RockletServiceStub(channel)
     assert (
         ws.StartSandbox(
@@ -137,7 +140,7 @@ def _start_sandbox_with_child(address: str, sid: str) -> None:
 def test_kill_9_then_restart_reaps_orphans(tmp_path: Path, leaks_of) -> None:
     proc, address = _start_worker_process(tmp_path)
     try:
-        _start_sandbox_with_child(address, "victim-1")
+        _start_sandbox_with_child(address, "victim-1", tmp_path)
         assert leaks_of(tmp_path)  # a live sandbox: processes, a mount, a dir
         proc.kill()
         proc.wait(timeout=10)
@@ -147,7 +150,7 @@ def test_kill_9_then_restart_reaps_orphans(tmp_path: Path, leaks_of) -> None:
         assert leaks_of(tmp_path)
         proc, address = _start_worker_process(tmp_path)
         assert leaks_of(tmp_path, ignore=frozenset({proc.pid})) == []
-        ws = worker_pb2_grpc.WorkerServiceStub(grpc.insecure_channel(address))
+        ws = worker_pb2_grpc.WorkerServiceStub(worker_channel(address, (tmp_path / "worker.secret").read_text()))
         assert ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest()).sandboxes == []
     finally:
         proc.kill()
@@ -166,7 +169,7 @@ def test_kill_9_then_restart_reaps_orphans(tmp_path: Path, leaks_of) -> None:
 def test_sigterm_shuts_down_gracefully(tmp_path: Path, leaks_of) -> None:
     proc, address = _start_worker_process(tmp_path)
     try:
-        _start_sandbox_with_child(address, "graceful-1")
+        _start_sandbox_with_child(address, "graceful-1", tmp_path)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:

@@ -29,8 +29,9 @@ class ForwardingMixin:
         ns = self._ns(context)
         rec: SandboxRecord = self.m.running(ns, v.sandbox_id(sandbox_id, field))
         self.m.worker_address(rec.worker_id)
-        stub = self.m.client(rec.worker_id).rocklet
-        return stub, {"metadata": ((SANDBOX_ID_METADATA, rec.id),), "timeout": remaining(context)}
+        client = self.m.client(rec.worker_id)
+        md = ((SANDBOX_ID_METADATA, rec.id), *client.metadata)
+        return client.rocklet, {"metadata": md, "timeout": remaining(context)}
 
     @unary
     async def Exec(self, request: spb.ExecRequest, context: Any) -> Any:

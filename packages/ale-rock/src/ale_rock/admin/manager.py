@@ -107,7 +107,7 @@ class SandboxManager:
             raise AdminError(Code.UNAVAILABLE, f"worker {worker_id} is unknown")
         c = self._clients.get(worker_id)
         if c is None:
-            c = self._clients[worker_id] = self._factory(w.address)
+            c = self._clients[worker_id] = self._factory(w.address, w.secret)
         return c
 
     def worker_address(self, worker_id: str) -> str:
@@ -311,7 +311,7 @@ class SandboxManager:
     def register_worker(self, w: WorkerRecord, running: list[str]) -> list[str]:
         """Record a (re)joining worker; returns the sandbox ids it should keep."""
         old = self._workers.get(w.id)
-        if old is not None and old.address != w.address and w.id in self._clients:
+        if old is not None and (old.address, old.secret) != (w.address, w.secret) and w.id in self._clients:
             self._spawn(self._clients.pop(w.id).close())
         w.alive = True
         self._workers[w.id] = w

@@ -13,6 +13,7 @@ from ale_rock.admin.manager import SandboxManager
 from ale_rock.admin.rpc import unary
 from ale_rock.admin.state import State
 from ale_rock.admin.store import WorkerRecord
+from ale_rock.worker.auth import WORKER_SECRET_METADATA, secret_of
 
 
 class WorkerRegistryServicer(worker_pb2_grpc.WorkerRegistryServiceServicer):
@@ -30,11 +31,14 @@ class WorkerRegistryServicer(worker_pb2_grpc.WorkerRegistryServiceServicer):
             raise invalid("worker.worker_id", "is required (at most 128 characters)")
         if ":" not in info.address:
             raise invalid("worker.address", "must be host:port")
+        secret = secret_of(context.invocation_metadata())
+        if not 16 <= len(secret) <= 256:
+            raise invalid(WORKER_SECRET_METADATA, "the worker credential (16..256 characters) is required")
         rec = WorkerRecord(
             id=info.worker_id, address=info.address, cpu_millis=info.capacity.cpu_millis,
             memory_bytes=info.capacity.memory_bytes, max_sandboxes=info.max_sandboxes,
             backends=[b for b in (backend_name(x) for x in info.backends) if b], labels=dict(info.labels),
-            gpus=info.capacity.gpus,
+            gpus=info.capacity.gpus, secret=secret,
         )
         keep = self.m.register_worker(rec, list(request.running_sandbox_ids))
         return worker_pb2.RegisterWorkerResponse(

@@ -133,8 +133,10 @@ class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
         ns = self._ns(context)
         rec = self.m.get(ns, v.sandbox_id(request.sandbox_id))
         self.m.worker_address(rec.worker_id)
-        resp = await self.m.client(rec.worker_id).worker.GetSandboxStats(
-            worker_pb2.WorkerServiceGetSandboxStatsRequest(sandbox_id=rec.id), timeout=remaining(context, 30)
+        client = self.m.client(rec.worker_id)
+        resp = await client.worker.GetSandboxStats(
+            worker_pb2.WorkerServiceGetSandboxStatsRequest(sandbox_id=rec.id), timeout=remaining(context, 30),
+            metadata=client.metadata,
         )
         return sandbox_pb2.GetSandboxStatsResponse(stats=resp.stats)
 
@@ -143,9 +145,10 @@ class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
         ns = self._ns(context)
         v.policy(request.policy, "policy")
         rec = self.m.running(ns, v.sandbox_id(request.sandbox_id))
-        await self.m.client(rec.worker_id).worker.SetNetworkPolicy(
+        client = self.m.client(rec.worker_id)
+        await client.worker.SetNetworkPolicy(
             worker_pb2.WorkerServiceSetNetworkPolicyRequest(sandbox_id=rec.id, policy=request.policy),
-            timeout=remaining(context, 30),
+            timeout=remaining(context, 30), metadata=client.metadata,
         )
         spec = dict(rec.spec)
         spec["network"] = spec_to_dict(sandbox_pb2.SandboxSpec(network=request.policy)).get("network", {})

@@ -7,7 +7,9 @@ machine crashes.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -84,12 +86,15 @@ class WorkerRecord:
     gpus: int = 0
     alive: bool = True
     last_heartbeat: float = field(default_factory=time.time)
+    secret: str = field(default="", repr=False)
+    """The worker credential it sent at RegisterWorker; the Admin sends it on every worker call.
+    Durable (a restarted Admin keeps talking to its workers), hence the store's 0600 files."""
 
     def info_json(self) -> str:
         return json.dumps({
             "address": self.address, "cpu_millis": self.cpu_millis, "memory_bytes": self.memory_bytes,
             "max_sandboxes": self.max_sandboxes, "backends": self.backends, "labels": self.labels,
-            "gpus": self.gpus,
+            "gpus": self.gpus, "secret": self.secret,
         })
 
 
@@ -116,12 +121,22 @@ def _row_to_record(row: tuple[Any, ...]) -> SandboxRecord:
     )
 
 
+def _private(path: Path) -> None:
+    """Create the database file 0600 (or tighten it): it holds worker credentials. SQLite gives
+    its -wal and -shm files the database file's mode."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(p, 0o600)
+
+
 class Store:
     """SQLite-backed store of sandboxes, workers and committed images. Thread-safe."""
 
     def __init__(self, path: Path | str, durable: bool = False) -> None:
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            _private(Path(path))
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -12,6 +12,7 @@ from ale_rock.admin.convert import spec_from_dict, state_from_pb
 from ale_rock.admin.state import State
 from ale_rock.admin.workers import CommitInfo, WorkerCallError
 from ale_rock.grpc_options import channel_options
+from ale_rock.worker.auth import WORKER_SECRET_METADATA
 
 CHANNEL_OPTIONS = channel_options(16 * 2**20)
 
@@ -25,8 +26,10 @@ def _wrap(e: grpc.aio.AioRpcError) -> WorkerCallError:
 class GrpcWorkerClient:
     """Talks to one worker's WorkerService; also hands out its RockletService proxy stub."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, secret: str = "") -> None:
         self.address = address
+        self.metadata: tuple[tuple[str, str], ...] = ((WORKER_SECRET_METADATA, secret),)
+        """The worker credential: sent on every call (the worker refuses calls without it)."""
         self.channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = worker_pb2_grpc.WorkerServiceStub(self.channel)
         self.worker = self._stub
@@ -34,7 +37,7 @@ class GrpcWorkerClient:
 
     async def _call(self, method: Any, request: Any, timeout: float) -> Any:
         try:
-            return await method(request, timeout=timeout)
+            return await method(request, timeout=timeout, metadata=self.metadata)
         except grpc.aio.AioRpcError as e:
             raise _wrap(e) from e
 

@@ -33,6 +33,8 @@ class WorkerClient(Protocol):
     """RockletService stub on the worker's proxy port (the servicer forwards through it)."""
     worker: Any
     """WorkerService stub (stats and network policy are forwarded as they are)."""
+    metadata: tuple[tuple[str, str], ...]
+    """Metadata every call on ``rocklet`` and ``worker`` must carry (the worker credential)."""
 
     async def start(self, sandbox_id: str, namespace: str, spec: dict[str, Any], timeout: float) -> tuple[State, str]:
         """Start a sandbox; returns (RUNNING or FAILED, message)."""
@@ -50,4 +52,4 @@ class WorkerClient(Protocol):
 class WorkerClientFactory(Protocol):
     """Makes a client for a worker address."""
 
-    def __call__(self, address: str) -> WorkerClient: ...
+    def __call__(self, address: str, secret: str = "") -> WorkerClient: ...

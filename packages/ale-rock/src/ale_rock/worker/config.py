@@ -25,6 +25,12 @@ class WorkerConfig(BaseModel):
     """host:port of the admin's WorkerRegistryService; "" = run standalone (no registration)."""
     join_token: str = ""
     """Join token sent as ``authorization: Bearer <token>`` to the admin."""
+    secret_file: Path | None = None
+    """Also write this start's worker credential to this file (0600) for local tools; None keeps it
+    in memory only (the admin learns it at RegisterWorker). A new one is drawn at every start."""
+    secret_file: Path | None = None
+    """Also write this start's worker credential to this file (0600) for local tools; None keeps it
+    in memory only (the admin learns it at RegisterWorker). A new one is drawn at every start."""
     worker_id: str = Field(default_factory=socket.gethostname)
     """Stable id of this worker."""
     backend: Literal["local", "docker"] = "local"

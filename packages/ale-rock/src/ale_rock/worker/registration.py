@@ -11,6 +11,7 @@ import grpc
 from ale_proto.v1 import worker_pb2, worker_pb2_grpc
 
 from ale_rock.grpc_options import channel_options
+from ale_rock.worker.auth import WORKER_SECRET_METADATA
 
 log = logging.getLogger("ale_rock.worker")
 
@@ -22,6 +23,7 @@ class Registrar:
         self,
         admin_address: str,
         join_token: str,
+        worker_secret: str,
         info: Callable[[], Any],
         heartbeat: Callable[[], Any],
         on_registered: Callable[[set[str]], None],
@@ -31,6 +33,8 @@ class Registrar:
         self._channel = grpc.insecure_channel(admin_address, options=channel_options())
         self._stub = worker_pb2_grpc.WorkerRegistryServiceStub(self._channel)
         self._md = [("authorization", f"Bearer {join_token}")]
+        # The worker credential travels once per registration, over the join-token call.
+        self._register_md = [*self._md, (WORKER_SECRET_METADATA, worker_secret)]
         self._info = info
         self._heartbeat = heartbeat
         self._on_registered = on_registered
@@ -53,7 +57,7 @@ class Registrar:
                     info, running = self._info()
                     resp = self._stub.RegisterWorker(
                         worker_pb2.RegisterWorkerRequest(worker=info, running_sandbox_ids=running),
-                        metadata=self._md,
+                        metadata=self._register_md,
                         timeout=10,
                     )
                     self._on_registered(set(resp.keep_sandbox_ids))

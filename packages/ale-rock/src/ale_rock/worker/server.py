@@ -29,7 +29,7 @@ from ale_rock.envs.server import SERVICE_NAME as ENV_SERVICE
 from ale_rock.envs.server import add_env_service
 from ale_rock.grpc_options import server_options
 from ale_rock.rocklet.server import MAX_MESSAGE_BYTES
-from ale_rock.worker.auth import WorkerSecretInterceptor, new_secret
+from ale_rock.worker.auth import WorkerSecretInterceptor, new_secret, write_secret
 from ale_rock.worker.config import WorkerConfig
 from ale_rock.worker.envs import env_interceptors
 from ale_rock.worker.proxy import RockletProxy
@@ -120,10 +120,19 @@ class WorkerHandle:
             on_started=self.proxy.warm,
             on_removed=self.proxy.forget,
         )
+        # The worker credential (in memory only): the admin learns it at RegisterWorker and sends it
+        # on every WorkerService/RockletService call; any other caller is refused first of all.
+        self.secret = new_secret()
+        if config.secret_file is not None:
+            write_secret(config.secret_file, self.secret)
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="worker"),
             options=server_options(MAX_MESSAGE_BYTES),
-            interceptors=[*serving.strict_requests(), *env_interceptors(config.serve_envs, config.env_api_key)],
+            interceptors=[
+                WorkerSecretInterceptor(self.secret),
+                *serving.strict_requests(),
+                *env_interceptors(config.serve_envs, config.env_api_key),
+            ],
         )
         worker_pb2_grpc.add_WorkerServiceServicer_to_server(self.servicer, self.server)
         self.server.add_generic_rpc_handlers((self.proxy.handler(),))
