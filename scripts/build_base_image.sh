@@ -53,6 +53,9 @@ if [ $FORCE = 1 ] || [ ! -s "$TARBALL" ]; then
   # Smaller image, faster import: package caches and docs are not needed inside a sandbox.
   rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/* \
     "$ROOTFS"/usr/share/doc/* "$ROOTFS"/usr/share/man/* "$ROOTFS"/usr/share/locale/*
+  # mktemp -d made the rootfs dir 0700 and the tarball's "./" entry becomes the container's "/":
+  # a non-root sandbox user could then not even reach /usr/bin.
+  chmod 0755 "$ROOTFS"
   tar -C "$ROOTFS" --numeric-owner -cf "$TARBALL.tmp" .
   mv "$TARBALL.tmp" "$TARBALL"
 fi

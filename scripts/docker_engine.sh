@@ -46,6 +46,10 @@ start() {
     fi
     mount -o loop "$IMG" "$MNT"
   fi
+  # Quotas on before the engine writes anything, and accounting made consistent (a file system
+  # whose quotas were turned on late, e.g. by dockerd itself, silently stops enforcing limits).
+  btrfs quota enable "$MNT"
+  btrfs quota rescan -w "$MNT" >/dev/null
   mkdir -p "$MNT/data"
   # setsid: dockerd must not get the caller's terminal signals (Ctrl-C of a test run).
   setsid dockerd --host "unix://$SOCK" --data-root "$MNT/data" --storage-driver btrfs \

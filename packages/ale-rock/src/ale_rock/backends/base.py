@@ -63,6 +63,8 @@ class SandboxConfig(BaseModel):
     """Mount the root file system read-only (the work dir stays writable)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Labels (kept by the backend for reconciliation)."""
+    namespace: str = ""
+    """Owning namespace: scopes the sandbox's commits (snapshots) and the images it may start from."""
 
 
 @dataclass

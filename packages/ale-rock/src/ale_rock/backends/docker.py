@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import shutil
 import socket
+import threading
 import uuid
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ale_rock.backends.base import Limits, SandboxConfig, SandboxHandle, Usage
+from ale_rock.backends.docker_disk import DiskQuotaUnsupported, layer_size, probe_quota, seal, unmount_under
 from ale_rock.backends.docker_pool import POOL_PREFIX, WarmPool
 from ale_rock.backends.docker_probe import wait_for_rocklet
 from ale_rock.backends.docker_runtime import (
@@ -44,6 +47,12 @@ from ale_rock.backends.docker_runtime import (
     discover_runtime,
     write_settings,
 )
+from ale_rock.backends.docker_snap import (
+    LABEL_SNAP_NAMESPACE,
+    ImageNotFoundError,
+    foreign_snapshot,
+    snapshot_ref,
+)
 from ale_rock.backends.docker_spec import EGRESS_DIR, container_kwargs, prepare_host_dir
 from ale_rock.backends.docker_workdir import commit_with_workdir
 
@@ -52,6 +61,7 @@ LABEL_WORKER = "ale.worker"
 LABEL_SANDBOX = "ale.sandbox_id"
 LABEL_POOL = "ale.pool"
 LABEL_USER_PREFIX = "ale.label."
+log = logging.getLogger(__name__)
 _MAX_UNIX_PATH = 107  # sun_path holds 108 bytes including the terminating NUL
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -114,6 +124,12 @@ class DockerBackendConfig(BaseModel):
     ``ale.sandbox_id`` label empty (labels are immutable): the container name is the identity."""
     pool_limits: Limits = Field(default_factory=Limits)
     """Limits of the pooled sandboxes."""
+    disk_quota: Literal["require", "per_file"] = "require"
+    """How ``disk_bytes`` binds. ``require``: the container's layer gets ``--storage-opt size=``
+    (btrfs, zfs, overlay2 on xfs+pquota: ``scripts/docker_engine.sh`` starts such an engine); an
+    engine that cannot do it makes every start fail with :class:`DiskQuotaUnsupported`.
+    ``per_file``: an explicit opt-in to the weak fallback on such engines, an ``fsize`` ulimit
+    only (a sandbox can fill the engine's disk with many files); logged at every start."""
 
     def resolved_root(self) -> Path:
         """The per-worker host dir."""
@@ -149,6 +165,8 @@ class DockerBackend:
         self.root = self.config.resolved_root()
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o711)
+        self._quota_lock = threading.Lock()
+        self._quota: tuple[str, bool] | None = None  # (storage driver, size opt works), probed once
         self._pool = WarmPool(self.config.pool_size, self._launch_warm, self._cleanup)
         self._pool.start()
 
@@ -188,6 +206,7 @@ class DockerBackend:
             )
         _check_workdir(config.workdir)
         config = config.model_copy(update={"limits": _with_defaults(config.limits)})
+        self._check_image(config.image, config.namespace)
         if self._inspect(sandbox_id) is not None:
             raise FileExistsError(f"sandbox {sandbox_id} exists")
         shutil.rmtree(self._host_dir(sandbox_id), ignore_errors=True)  # debris of a crashed start
@@ -205,6 +224,39 @@ class DockerBackend:
         labels.update({LABEL_USER_PREFIX + k: v for k, v in config.labels.items()})
         self._launch(sandbox_id, config, labels)
         return self.handle(sandbox_id)
+
+    def _check_image(self, image: str, namespace: str) -> None:
+        """Another namespace's snapshot does not exist for this one (by tag, id or digest)."""
+        if not image:
+            return
+        if foreign_snapshot(image, namespace):
+            raise ImageNotFoundError(f"image: unknown image {image!r}")
+        try:
+            labels = self._api.inspect_image(image)["Config"].get("Labels") or {}
+        except self._errors.NotFound:
+            return  # _launch reports the unknown image
+        owner = labels.get(LABEL_SNAP_NAMESPACE)
+        if owner is not None and owner != namespace:
+            raise ImageNotFoundError(f"image: unknown image {image!r}")
+
+    def _layer_bytes(self, image: str, disk_bytes: int) -> int | None:
+        """The container's ``size`` storage option, or None (fallback) where the engine has none."""
+        with self._quota_lock:
+            if self._quota is None:
+                self._quota = probe_quota(self._api, self._errors, image)
+        driver, supported = self._quota
+        if not supported:
+            if self.config.disk_quota == "require":
+                raise DiskQuotaUnsupported(
+                    f"the Docker engine's storage driver {driver!r} cannot cap a container's disk "
+                    "(--storage-opt size=), so disk_bytes would not bind: run the engine with "
+                    "scripts/docker_engine.sh (btrfs), or set disk_quota='per_file' to accept a "
+                    "per-file cap only"
+                )
+            log.warning("storage driver %s: disk_bytes caps each file only (disk_quota=per_file)", driver)
+            return None
+        image_size = int(self._api.inspect_image(image).get("Size", 0))
+        return layer_size(driver, image_size, disk_bytes)
 
     def _poolable(self, config: SandboxConfig) -> bool:
         shape = self._pool_shape()
@@ -227,10 +279,19 @@ class DockerBackend:
         image = config.image or self.config.base_image
         host_dir = self._host_dir(key)
         uid, gid = self.config.resolved_user()
-        binds = prepare_host_dir(host_dir, config, uid, gid)
+        try:
+            layer_bytes = self._layer_bytes(image, config.limits.disk_bytes)
+        except self._errors.ImageNotFound as e:
+            raise ValueError(f"image: unknown image {image!r} ({_reason(e)})") from e
+        try:
+            binds = prepare_host_dir(host_dir, config, uid, gid)
+        except OSError as e:
+            self._cleanup(key)
+            raise DockerBackendError(f"cannot prepare sandbox {key}'s host dir: {e}") from e
         sock = host_dir / "sock" / ROCKLET_SOCKET_NAME
         with contextlib.suppress(FileNotFoundError):
             sock.unlink()
+        _write_namespace(host_dir, config.namespace)
         write_settings(host_dir / "conf" / SETTINGS_NAME, self._settings(config, uuid.uuid4().hex))
         kwargs = container_kwargs(
             self._api,
@@ -247,6 +308,7 @@ class DockerBackend:
             gid=gid,
             init=self.config.init,
             tmp_size_bytes=self.config.tmp_size_bytes,
+            layer_bytes=layer_bytes,
         )
         try:
             container = self._api.create_container(**kwargs)["Id"]
@@ -263,6 +325,8 @@ class DockerBackend:
             logs = self._logs(container)
             self._cleanup(key)
             raise DockerBackendError(f"sandbox {key}: the Rocklet did not come up: {e}\n{logs}") from e
+        # From here on the sandbox cannot add, swap or remove entries of its socket dir.
+        seal(host_dir / "sock")
 
     def _adopt(self, key: str, sandbox_id: str, config: SandboxConfig) -> SandboxHandle:
         """Turn warm slot ``key`` into ``sandbox_id``: new settings, container name and host dir."""
@@ -272,6 +336,7 @@ class DockerBackend:
         # very first command.
         write_settings(src / "conf" / SETTINGS_NAME, self._settings(config, token))
         (src / "labels.json").write_text(json.dumps(config.labels))
+        _write_namespace(src, config.namespace)
         self._api.rename(self._container_name(key), self._container_name(sandbox_id))
         # The container's bind mounts follow the directory, whatever its host path becomes.
         os.rename(src, self._host_dir(sandbox_id))
@@ -343,6 +408,7 @@ class DockerBackend:
         self._cleanup(sandbox_id)
 
     def _cleanup(self, sandbox_id: str) -> None:
+        host_dir = self._host_dir(sandbox_id)
         try:
             self._api.remove_container(self._container_name(sandbox_id), v=True, force=True)
         except self._errors.NotFound:
@@ -350,7 +416,8 @@ class DockerBackend:
         except self._errors.APIError as e:
             if "already in progress" not in str(e):
                 raise DockerBackendError(f"cannot remove sandbox {sandbox_id}: {_reason(e)}") from e
-        shutil.rmtree(self._host_dir(sandbox_id), ignore_errors=True)
+        unmount_under(host_dir)  # the socket tmpfs, a read-only root's work dir
+        shutil.rmtree(host_dir, ignore_errors=True)
 
     def _list_containers(self) -> dict[str, str]:
         """key -> container id for every container of this worker (pool slots included)."""
@@ -388,25 +455,37 @@ class DockerBackend:
         return usage
 
     def commit(self, sandbox_id: str, name: str) -> tuple[str, int, str]:
-        """``docker commit`` the container (plus a bound work dir); returns (image, size, id)."""
+        """``docker commit`` the container (plus a bound work dir) as the sandbox namespace's
+        snapshot ``ale-snap/<namespace>/<name>:<tag>``; returns (image, size, id).
+
+        Never tags anything outside ``ale-snap/`` (the base image and other tags are safe) nor
+        over another namespace's snapshot.
+        """
         info = self._require(sandbox_id)
-        repo, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "")
-        tag = tag or "latest"
+        namespace = _read_namespace(self._host_dir(sandbox_id))
+        ref = snapshot_ref(namespace, name)
+        repo, _, tag = ref.rpartition(":")
+        try:
+            owner = (self._api.inspect_image(ref)["Config"].get("Labels") or {}).get(LABEL_SNAP_NAMESPACE)
+        except self._errors.NotFound:
+            owner = None
+        if owner is not None and owner != namespace:
+            raise DockerBackendError(f"cannot commit sandbox {sandbox_id}: {ref} belongs to another namespace")
         # The image must not inherit this sandbox's identity labels.
         labels = {k: "" for k in (info["Config"].get("Labels") or {})}
-        conf = {"Labels": {**labels, "ale.committed_from": sandbox_id}}
+        conf = {"Labels": {**labels, "ale.committed_from": sandbox_id, LABEL_SNAP_NAMESPACE: namespace}}
         work = self._host_dir(sandbox_id) / "work"
         try:
             if work.is_dir():
                 base = self._api.commit(info["Id"], conf=conf)["Id"]  # untagged: a step, not a result
                 workdir = info["Config"].get("WorkingDir") or "/workspace"
-                image_id = commit_with_workdir(self._api, base, f"{repo}:{tag}", work, workdir, conf)
+                image_id = commit_with_workdir(self._api, base, ref, work, workdir, conf)
             else:
                 image_id = self._api.commit(info["Id"], repository=repo, tag=tag, conf=conf)["Id"]
             image = self._api.inspect_image(image_id)
         except self._errors.APIError as e:
             raise DockerBackendError(f"cannot commit sandbox {sandbox_id}: {_reason(e)}") from e
-        return f"{repo}:{tag}", int(image.get("Size", 0)), str(image["Id"])
+        return ref, int(image.get("Size", 0)), str(image["Id"])
 
     def reap_orphans(self, keep: set[str]) -> list[str]:
         """Remove this worker's containers and host dirs whose sandbox is not in ``keep``.
@@ -455,6 +534,21 @@ def _with_defaults(limits: Limits) -> Limits:
     """Zero fields mean "the backend's default" (see ``Limits``): the defaults of ``Limits``."""
     defaults = Limits()
     return Limits(**{k: v or getattr(defaults, k) for k, v in limits.model_dump().items()})
+
+
+_NAMESPACE_FILE = "namespace"
+"""In the sandbox's host dir (not bound into it): the owning namespace, for commits."""
+
+
+def _write_namespace(host_dir: Path, namespace: str) -> None:
+    (host_dir / _NAMESPACE_FILE).write_text(namespace)
+
+
+def _read_namespace(host_dir: Path) -> str:
+    try:
+        return (host_dir / _NAMESPACE_FILE).read_text()
+    except OSError:
+        return ""
 
 
 def _read_settings(host_dir: Path) -> dict[str, Any]:

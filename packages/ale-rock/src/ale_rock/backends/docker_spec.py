@@ -7,6 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from ale_rock.backends.base import SandboxConfig
+from ale_rock.backends.docker_disk import (
+    LOG_MAX_BYTES,
+    SOCK_TMPFS_BYTES,
+    mount_loop_fs,
+    mount_tmpfs,
+    shm_size,
+)
 from ale_rock.backends.docker_runtime import CONF_DIR, SOCKET_DIR, RockletRuntime
 
 EGRESS_DIR = "/run/ale-egress"
@@ -14,25 +21,30 @@ EGRESS_DIR = "/run/ale-egress"
 
 
 def prepare_host_dir(host_dir: Path, config: SandboxConfig, uid: int, gid: int) -> dict[str, dict[str, str]]:
-    """Create the sandbox's host dirs; return their binds (socket dir, settings, work dir)."""
+    """Create the sandbox's host dirs; return their binds (socket dir, settings, work dir).
+
+    A root worker mounts the socket dir as a small ``nosuid,nodev,noexec`` tmpfs and a read-only
+    root's work dir as a ``disk_bytes`` loop file system (see ``docker_disk.py``); the caller
+    unmounts them (``unmount_under``) when the sandbox goes.
+    """
     sock_dir, conf_dir = host_dir / "sock", host_dir / "conf"
     sock_dir.mkdir(parents=True, exist_ok=True)
     conf_dir.mkdir(exist_ok=True)
     os.chmod(host_dir, 0o711)
+    root = os.getuid() == 0
     binds = {
         str(sock_dir): {"bind": SOCKET_DIR, "mode": "rw"},
         # Read-only: the sandbox must not rewrite its own env or egress token.
         str(conf_dir): {"bind": CONF_DIR, "mode": "ro"},
     }
-    own = [sock_dir]
+    if root:  # owned by the sandbox uid until sealed: the Rocklet must create its socket here
+        mount_tmpfs(sock_dir, SOCK_TMPFS_BYTES, uid, gid)
     if config.read_only_root:
         work = host_dir / "work"
         work.mkdir(exist_ok=True)
         binds[str(work)] = {"bind": config.workdir, "mode": "rw"}
-        own.append(work)
-    if os.getuid() == 0:  # the Rocklet runs as the sandbox uid and must create its socket here
-        for d in own:
-            os.chown(d, uid, gid)
+        if root:
+            mount_loop_fs(host_dir / "work.img", work, config.limits.disk_bytes, uid, gid)
     return binds
 
 
@@ -52,6 +64,7 @@ def container_kwargs(
     gid: int,
     init: bool,
     tmp_size_bytes: int,
+    layer_bytes: int | None,
 ) -> dict[str, Any]:
     """Arguments of ``APIClient.create_container`` for a locked-down sandbox."""
     binds = dict(binds)
@@ -66,9 +79,10 @@ def container_kwargs(
         n = limits.max_open_files
         ulimits.append(docker_types.Ulimit(name="nofile", soft=n, hard=n))
     if limits.disk_bytes:
-        # overlay2 without project quotas cannot cap a container's disk: cap each file instead.
+        # Each file too: the layer quota (``layer_bytes``) caps the sum where the engine can.
         n = limits.disk_bytes
         ulimits.append(docker_types.Ulimit(name="fsize", soft=n, hard=n))
+    # A read-only root's /tmp is memory (charged to the sandbox's cgroup), never host disk.
     tmpfs = {"/tmp": f"rw,nosuid,nodev,size={tmp_size_bytes},mode=1777"} if config.read_only_root else None
     host_config = api.create_host_config(
         binds=binds,
@@ -85,6 +99,12 @@ def container_kwargs(
         nano_cpus=limits.cpu_millis * 1_000_000 or None,
         pids_limit=limits.max_pids or None,
         ulimits=ulimits,
+        storage_opt={"size": str(layer_bytes)} if layer_bytes else None,
+        shm_size=shm_size(limits.memory_bytes),
+        # Anything the sandbox writes to its pid 1's stdout lands in the engine's log file.
+        log_config=docker_types.LogConfig(
+            type="json-file", config={"max-size": str(LOG_MAX_BYTES), "max-file": "1"}
+        ),
     )
     return {
         "image": image,

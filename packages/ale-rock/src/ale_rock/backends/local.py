@@ -99,6 +99,7 @@ class _Box:
         self.group = group
         self.token = token
         self.sandbox_id = ""
+        self.namespace = ""  # scopes commits: one dir per namespace
         self.workdir = "/workspace"
 
     @property
@@ -165,6 +166,7 @@ class LocalBackend:
             except OSError:
                 self._destroy(box)
         box = self._launch(config.workdir, limits, config.env)
+        box.namespace = config.namespace
         self._assign(box, sandbox_id)
         return box.handle
 
@@ -207,7 +209,9 @@ class LocalBackend:
         """tar.gz the sandbox's work dir into ``<state_dir>/commits``; returns (path, size, sha256)."""
         box = self._get(sandbox_id)
         safe = "".join(c if c.isalnum() or c in "-_.:" else "_" for c in name)[:120] or sandbox_id
-        out_dir = self.config.state_dir / "commits"
+        # Per namespace (a hash: injective whatever the namespace's characters), so two
+        # namespaces' commits of the same name never overwrite each other.
+        out_dir = self.config.state_dir / "commits" / hashlib.sha256(box.namespace.encode()).hexdigest()[:24]
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"{safe.replace(':', '_')}.tar.gz"
         with tarfile.open(path, "w:gz") as tar:
@@ -408,6 +412,7 @@ class LocalBackend:
                 with contextlib.suppress(ProcessLookupError):
                     resource.prlimit(pid, res, (value, value))
         self._write_settings(box.root, box.workdir, dict(config.env), box.token, limits)
+        box.namespace = config.namespace
         self._assign(box, sandbox_id)
 
     def _assign(self, box: _Box, sandbox_id: str) -> None:

@@ -13,6 +13,7 @@ from ale_proto.v1 import common_pb2, sandbox_pb2, worker_pb2, worker_pb2_grpc
 from google.protobuf import timestamp_pb2
 
 from ale_rock.backends.base import EgressRuleModel, Limits, SandboxBackend, SandboxConfig
+from ale_rock.backends.docker_snap import ImageNotFoundError
 from ale_rock.egress.gateway import EgressGateway
 from ale_rock.egress.policy import Rule
 
@@ -180,6 +181,7 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         sid = request.sandbox_id
         self._check_id(context, sid, must_exist=False)
         config = self.config_of(request.spec, context)
+        config.namespace = request.namespace  # scopes the images it may start from and its commits
         if sid in self.backend.list():
             state, message = self.status_of(sid)
             return worker_pb2.StartSandboxResponse(state=state, message=message)  # type: ignore[arg-type]
@@ -196,6 +198,8 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             self._starting += 1
         try:
             handle = self.backend.start(sid, config)
+        except ImageNotFoundError as e:  # another namespace's snapshot reads as absent
+            abort(context, make_error(common_pb2.ERROR_CODE_NOT_FOUND, str(e), "spec.image"))
         except ValueError as e:
             field, _, message = str(e).partition(": ")
             _invalid(context, f"spec.{field}" if message else "spec", message or str(e))
