@@ -314,7 +314,7 @@ class ExecSpec(_message.Message):
     def __init__(self, command: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cwd: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ..., max_output_bytes: _Optional[int] = ..., stdin: _Optional[bytes] = ..., background: _Optional[bool] = ...) -> None: ...
 
 class ExecResult(_message.Message):
-    __slots__ = ("end_reason", "exit_code", "signal", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "stdout_spill_path", "stderr_spill_path", "duration_s", "pid", "exec_id", "error")
+    __slots__ = ("end_reason", "exit_code", "signal", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "stdout_spill_path", "stderr_spill_path", "duration_s", "pid", "exec_id", "error", "stdout_total_bytes", "stderr_total_bytes", "spill_truncated", "oom_killed")
     END_REASON_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
@@ -328,6 +328,10 @@ class ExecResult(_message.Message):
     PID_FIELD_NUMBER: _ClassVar[int]
     EXEC_ID_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STDERR_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SPILL_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    OOM_KILLED_FIELD_NUMBER: _ClassVar[int]
     end_reason: ExecEndReason
     exit_code: int
     signal: int
@@ -341,7 +345,11 @@ class ExecResult(_message.Message):
     pid: int
     exec_id: str
     error: str
-    def __init__(self, end_reason: _Optional[_Union[ExecEndReason, str]] = ..., exit_code: _Optional[int] = ..., signal: _Optional[int] = ..., stdout: _Optional[bytes] = ..., stderr: _Optional[bytes] = ..., stdout_truncated: _Optional[bool] = ..., stderr_truncated: _Optional[bool] = ..., stdout_spill_path: _Optional[str] = ..., stderr_spill_path: _Optional[str] = ..., duration_s: _Optional[float] = ..., pid: _Optional[int] = ..., exec_id: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+    stdout_total_bytes: int
+    stderr_total_bytes: int
+    spill_truncated: bool
+    oom_killed: bool
+    def __init__(self, end_reason: _Optional[_Union[ExecEndReason, str]] = ..., exit_code: _Optional[int] = ..., signal: _Optional[int] = ..., stdout: _Optional[bytes] = ..., stderr: _Optional[bytes] = ..., stdout_truncated: _Optional[bool] = ..., stderr_truncated: _Optional[bool] = ..., stdout_spill_path: _Optional[str] = ..., stderr_spill_path: _Optional[str] = ..., duration_s: _Optional[float] = ..., pid: _Optional[int] = ..., exec_id: _Optional[str] = ..., error: _Optional[str] = ..., stdout_total_bytes: _Optional[int] = ..., stderr_total_bytes: _Optional[int] = ..., spill_truncated: _Optional[bool] = ..., oom_killed: _Optional[bool] = ...) -> None: ...
 
 class ExecRequest(_message.Message):
     __slots__ = ("sandbox_id", "spec", "exec_id")

@@ -1,14 +1,20 @@
 """Run commands inside the sandbox: timeouts with partial output, interrupts, caps, background.
 
 Every command runs in its own process group so a signal or a kill reaches
-the whole tree it spawned. A command that ignores SIGTERM gets SIGKILL after ``kill_grace_s``.
+the whole tree it spawned. A command that ignores SIGTERM gets SIGKILL after ``kill_grace_s``;
+when the engine ends a command (timeout, cancel) it also sweeps the processes that left the group
+(setsid, double fork: see ``procs.py``), so nothing it started survives the response.
+Commands raise their own OOM score to 1000 before exec: the sandbox's OOM killer takes them, not
+the Rocklet, and a result says when a command was killed for memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import selectors
+import shutil
 import signal as _signal
 import subprocess
 import sys
@@ -20,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ale_rock.rocklet.capture import CappedOutput
+from ale_rock.rocklet import procs
+from ale_rock.rocklet.capture import CappedOutput, SpillBudget
 from ale_rock.rocklet.types import (
     DEFAULT_MAX_OUTPUT,
     MAX_COMMAND_BYTES,
@@ -49,6 +56,8 @@ class _Running:
     exec_id: str
     reason: EndReason | None = None
     """Set when the engine (not the command) decided how it ends."""
+    tag: str = ""
+    """Value of ALE_PROC_TAG in the environment of everything this command starts."""
 
 
 def validate_request(req: ExecRequest) -> None:
@@ -80,10 +89,12 @@ class ExecEngine:
         spill_dir: Path,
         kill_grace_s: float = 2.0,
         command_prefix: Callable[[], list[str]] | None = None,
+        spill_budget: SpillBudget | None = None,
     ) -> None:
         self.workdir = workdir
         self._env = env
         self.spill_dir = spill_dir
+        self.spill_budget = spill_budget or SpillBudget(spill_dir)
         self.kill_grace_s = kill_grace_s
         self._prefix = command_prefix or (lambda: [])
         self._lock = threading.Lock()
@@ -100,20 +111,30 @@ class ExecEngine:
         """Run ``req`` to its end (or start it in the background) and return the outcome."""
         validate_request(req)
         exec_id = req.exec_id or f"ex-{uuid.uuid4().hex[:12]}"
-        argv = [*self._prefix(), *(["/bin/sh", "-c", req.command] if req.command else req.argv)]
-        env = {**self._env(), **req.env}
+        body = (
+            ["/bin/sh", "-c", procs.OOM_SCORE_PREFIX + req.command]
+            if req.command
+            else ["/bin/sh", "-c", procs.OOM_SCORE_PREFIX + 'exec "$@"', "sh", *req.argv]
+        )
+        argv = [*self._prefix(), *body]
+        tag = procs.new_tag()
+        env = {**self._env(), **req.env, procs.TAG_VAR: tag}
         cwd = req.cwd or self.workdir
         if not cwd.startswith("/"):
             cwd = os.path.join(self.workdir, cwd)
-        self.spill_dir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):  # a full /tmp must not stop commands from running
+            self.spill_dir.mkdir(parents=True, exist_ok=True)
         with self._lock:
             if exec_id in self._running:
                 raise RockletError("exists", f"execution {exec_id} is still running", "exec_id")
             self._running[exec_id] = _Running(proc=None, exec_id=exec_id)  # type: ignore[arg-type]
         started = time.monotonic()
+        oom_before = procs.oom_kill_count()
         try:
+            if req.argv:  # the shell wrapper would turn "no such program" into exit 127
+                _check_program(req.argv[0], env.get("PATH", ""), cwd)
             if req.background:
-                return self._start_background(exec_id, argv, env, cwd, req)
+                return self._start_background(exec_id, argv, env, cwd, req, tag)
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE if req.stdin else subprocess.DEVNULL,
@@ -133,14 +154,13 @@ class ExecEngine:
                 error=f"{type(e).__name__}: {e}",
                 duration_s=time.monotonic() - started,
             )
-        entry = _Running(proc=proc, exec_id=exec_id)
+        entry = _Running(proc=proc, exec_id=exec_id, tag=tag)
         with self._lock:
             self._running[exec_id] = entry
-        _raise_oom_score(proc.pid)
         if on_start is not None:
             on_start(proc.pid, exec_id)
         try:
-            return self._wait(entry, req, started, on_output)
+            return self._wait(entry, req, started, on_output, oom_before)
         finally:
             with self._lock:
                 self._running.pop(exec_id, None)
@@ -177,7 +197,8 @@ class ExecEngine:
         if entry is not None and entry.proc is not None and entry.proc.poll() is None:
             entry.reason = EndReason.INTERRUPTED
             _killpg(entry.proc.pid, _signal.SIGTERM)
-            threading.Timer(self.kill_grace_s, _killpg, (entry.proc.pid, _signal.SIGKILL)).start()
+            procs.signal_tagged(entry.tag, _signal.SIGTERM)
+            threading.Timer(self.kill_grace_s, procs.sweep, (entry.tag, entry.proc.pid)).start()
 
     def running_ids(self) -> list[str]:
         """Ids of executions still running (foreground and background)."""
@@ -190,12 +211,12 @@ class ExecEngine:
             entries = list(self._running.values())
         for entry in entries:
             if entry.proc is not None:
-                _killpg(entry.proc.pid, _signal.SIGKILL)
+                procs.sweep(entry.tag, entry.proc.pid, deadline_s=0.5)
 
     # -- internals ----------------------------------------------------------------------------
 
     def _start_background(
-        self, exec_id: str, argv: list[str], env: dict[str, str], cwd: str, req: ExecRequest
+        self, exec_id: str, argv: list[str], env: dict[str, str], cwd: str, req: ExecRequest, tag: str
     ) -> ExecOutcome:
         out_path = self.spill_dir / f"{exec_id}.stdout"
         err_path = self.spill_dir / f"{exec_id}.stderr"
@@ -220,8 +241,7 @@ class ExecEngine:
                 error=f"{type(e).__name__}: {e}",
             )
         with self._lock:
-            self._running[exec_id] = _Running(proc=proc, exec_id=exec_id)
-        _raise_oom_score(proc.pid)
+            self._running[exec_id] = _Running(proc=proc, exec_id=exec_id, tag=tag)
         if req.stdin and proc.stdin is not None:
             _feed_stdin(proc.stdin, req.stdin)
 
@@ -243,13 +263,19 @@ class ExecEngine:
         )
 
     def _wait(
-        self, entry: _Running, req: ExecRequest, started: float, on_output: OutputCallback | None
+        self,
+        entry: _Running,
+        req: ExecRequest,
+        started: float,
+        on_output: OutputCallback | None,
+        oom_before: int = -1,
     ) -> ExecOutcome:
         proc = entry.proc
         cap = req.max_output_bytes or DEFAULT_MAX_OUTPUT
+        budget = self.spill_budget
         outs = {
-            "stdout": CappedOutput(cap, self.spill_dir / f"{entry.exec_id}.stdout"),
-            "stderr": CappedOutput(cap, self.spill_dir / f"{entry.exec_id}.stderr"),
+            "stdout": CappedOutput(cap, self.spill_dir / f"{entry.exec_id}.stdout", budget),
+            "stderr": CappedOutput(cap, self.spill_dir / f"{entry.exec_id}.stderr", budget),
         }
         if req.stdin and proc.stdin is not None:
             _feed_stdin(proc.stdin, req.stdin)
@@ -262,6 +288,7 @@ class ExecEngine:
         idle_s = req.idle_timeout_ms / 1000 if req.idle_timeout_ms else None
         last_output = started
         kill_at: float | None = None
+        term_sent = 0.0
         exited_at: float | None = None
         try:
             while True:
@@ -272,9 +299,11 @@ class ExecEngine:
                     entry.reason = EndReason.IDLE_TIMEOUT
                 if entry.reason in (EndReason.TIMEOUT, EndReason.IDLE_TIMEOUT) and kill_at is None:
                     _killpg(proc.pid, _signal.SIGTERM)
+                    procs.signal_tagged(entry.tag, _signal.SIGTERM)
                     kill_at = now + self.kill_grace_s
+                    term_sent = now
                 if kill_at is not None and now >= kill_at:
-                    _killpg(proc.pid, _signal.SIGKILL)
+                    procs.sweep(entry.tag, proc.pid)
                     kill_at = float("inf")
                 if exited_at is None and proc.poll() is not None:
                     exited_at = now
@@ -314,10 +343,15 @@ class ExecEngine:
             for out in outs.values():
                 out.close()
         rc = _wait_exit(proc, kill_at is not None, self.kill_grace_s)
-        return self._outcome(entry, rc, outs, started)
+        if kill_at is not None:
+            # The main process may have died on SIGTERM while what it started ignores it: give
+            # them what is left of the grace, then SIGKILL the group and every tagged process.
+            procs.wait_gone(entry.tag, term_sent + self.kill_grace_s)
+            procs.sweep(entry.tag, proc.pid)
+        return self._outcome(entry, rc, outs, started, oom_before)
 
     def _outcome(
-        self, entry: _Running, rc: int, outs: dict[str, CappedOutput], started: float
+        self, entry: _Running, rc: int, outs: dict[str, CappedOutput], started: float, oom_before: int = -1
     ) -> ExecOutcome:
         sig = -rc if rc < 0 else 0
         if entry.reason is not None:
@@ -326,6 +360,13 @@ class ExecEngine:
             reason = EndReason.SIGNALED
         else:
             reason = EndReason.EXITED
+        # SIGKILL we did not send, while the sandbox's OOM count rose: the OOM killer took it.
+        oom = (
+            sig == _signal.SIGKILL
+            and entry.reason is None
+            and oom_before >= 0
+            and procs.oom_kill_count() > oom_before
+        )
         return ExecOutcome(
             end_reason=reason,
             exit_code=128 + sig if sig else rc,
@@ -336,10 +377,26 @@ class ExecEngine:
             stderr_truncated=outs["stderr"].truncated,
             stdout_spill_path=str(outs["stdout"].spill_path) if outs["stdout"].truncated else "",
             stderr_spill_path=str(outs["stderr"].spill_path) if outs["stderr"].truncated else "",
+            stdout_total_bytes=outs["stdout"].total,
+            stderr_total_bytes=outs["stderr"].total,
+            spill_truncated=outs["stdout"].spill_truncated or outs["stderr"].spill_truncated,
+            oom_killed=oom,
             duration_s=time.monotonic() - started,
             pid=entry.proc.pid,
             exec_id=entry.exec_id,
         )
+
+
+def _check_program(program: str, path: str, cwd: str) -> None:
+    """Raise the OSError exec would for a program that cannot run (missing, not executable)."""
+    if "/" in program:
+        full = program if program.startswith("/") else os.path.join(cwd, program)
+        if not os.path.exists(full):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if os.path.isdir(full) or not os.access(full, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    elif shutil.which(program, path=path) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], killing: bool, grace_s: float) -> int:
@@ -359,8 +416,8 @@ def _killpg(pgid: int, sig: int) -> bool:
         return False
 
 
-def _raise_oom_score(pid: int) -> None:
-    # Commands, not the Rocklet, should be the OOM killer's first choice inside the sandbox.
+def raise_oom_score(pid: int) -> None:
+    """Make ``pid`` the OOM killer's first choice (for processes not started through a shell)."""
     with contextlib.suppress(OSError):
         Path(f"/proc/{pid}/oom_score_adj").write_text("1000")
 

@@ -23,6 +23,7 @@ from ale_proto.serving import add_standard_services, strict_requests
 from ale_proto.v1 import rocklet_pb2_grpc
 
 from ale_rock.grpc_options import server_options
+from ale_rock.rocklet.capture import SpillBudget
 from ale_rock.rocklet.exec import ExecEngine
 from ale_rock.rocklet.files import FileOps
 from ale_rock.rocklet.servicer import RockletServicer
@@ -106,14 +107,16 @@ class Rocklet:
             proxy = self.proxy
             self.live.on_change.append(lambda s: proxy.set_token(s.egress_token))
         spill = Path(settings.spill_dir)
+        budget = SpillBudget(spill)  # one budget for the directory, shared by execs and sessions
         self.execs = ExecEngine(
             settings.workdir,
             self._env,
             spill,
             kill_grace_s=settings.kill_grace_s,
             command_prefix=self._prefix,
+            spill_budget=budget,
         )
-        self.sessions = SessionManager(settings.workdir, self._env, spill)
+        self.sessions = SessionManager(settings.workdir, self._env, spill, budget)
         self.files = FileOps(settings.workdir)
         self.servicer = RockletServicer(self.execs, self.sessions, self.files)
         self.server = grpc.server(
@@ -163,6 +166,19 @@ class Rocklet:
             self.proxy.stop()
 
 
+def make_undumpable() -> bool:
+    """prctl(PR_SET_DUMPABLE, 0): commands run as our uid, and a dumpable Rocklet would let them
+    ptrace it or read its /proc/<pid>/environ, mem and fds (the egress token, other callers'
+    data). Commands are unaffected: exec makes a (non-setuid) program dumpable again."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(4, 0, 0, 0, 0)) == 0  # 4 = PR_SET_DUMPABLE
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m ale_rock.rocklet --socket PATH [--settings FILE] [--ready-fd N]``."""
     parser = argparse.ArgumentParser(prog="ale-rocklet")
@@ -170,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", default="", help="JSON file with RockletSettings")
     parser.add_argument("--ready-fd", type=int, default=-1, help="fd to write 'ok' to once serving")
     args = parser.parse_args(argv)
+    make_undumpable()
     path = Path(args.settings) if args.settings else None
     settings = RockletSettings.from_json(path.read_text()) if path else RockletSettings()
     os.makedirs(settings.workdir, exist_ok=True)

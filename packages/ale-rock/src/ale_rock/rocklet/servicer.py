@@ -76,6 +76,10 @@ def exec_result(o: ExecOutcome) -> Any:
         pid=o.pid,
         exec_id=o.exec_id,
         error=o.error,
+        stdout_total_bytes=o.stdout_total_bytes,
+        stderr_total_bytes=o.stderr_total_bytes,
+        spill_truncated=o.spill_truncated,
+        oom_killed=o.oom_killed,
     )
 
 

@@ -20,7 +20,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from ale_rock.rocklet.capture import CappedOutput
+from ale_rock.rocklet.capture import CappedOutput, SpillBudget
+from ale_rock.rocklet.exec import raise_oom_score
 from ale_rock.rocklet.types import (
     DEFAULT_MAX_OUTPUT,
     MAX_COMMAND_BYTES,
@@ -59,6 +60,7 @@ class Session:
             env={**env, "PS1": "", "PS2": "", "TERM": "dumb"},
             close_fds=True,
         )
+        raise_oom_score(self.proc.pid)  # the OOM killer takes the shell before the Rocklet
         os.close(slave)
         self.master = master
         self._buf = bytearray()
@@ -129,7 +131,13 @@ class Session:
         return 0 if pgrp == self.proc.pid else pgrp
 
     def run(
-        self, command: str, timeout_ms: int, idle_timeout_ms: int, max_output: int, spill_path: Path
+        self,
+        command: str,
+        timeout_ms: int,
+        idle_timeout_ms: int,
+        max_output: int,
+        spill_path: Path,
+        budget: SpillBudget | None = None,
     ) -> ExecOutcome:
         """Type ``command``, wait for its sentinel; interrupt it on a timeout, keeping the output."""
         if not self.run_lock.acquire(blocking=False):
@@ -138,7 +146,7 @@ class Session:
             if self.closed:
                 raise RockletError("not_found", f"session {self.session_id} has exited", "session_id")
             started = time.monotonic()
-            out = CappedOutput(max_output or DEFAULT_MAX_OUTPUT, spill_path)
+            out = CappedOutput(max_output or DEFAULT_MAX_OUTPUT, spill_path, budget)
             self.read(0)  # drop stale output of earlier interactive use
             nonce = uuid.uuid4().hex[:16]
             self._write(command.encode() + b"\n" + _sentinel_cmd(nonce))
@@ -263,10 +271,17 @@ def _strip_sentinels(data: bytes) -> bytes:
 class SessionManager:
     """The sandbox's open sessions, by id."""
 
-    def __init__(self, workdir: str, env: Callable[[], dict[str, str]], spill_dir: Path) -> None:
+    def __init__(
+        self,
+        workdir: str,
+        env: Callable[[], dict[str, str]],
+        spill_dir: Path,
+        spill_budget: SpillBudget | None = None,
+    ) -> None:
         self.workdir = workdir
         self._env = env
         self.spill_dir = spill_dir
+        self.spill_budget = spill_budget or SpillBudget(spill_dir)
         self._lock = threading.Lock()
         self._sessions: dict[str, Session] = {}
 
@@ -324,7 +339,7 @@ class SessionManager:
             raise RockletError("invalid", "command contains a NUL byte", "command.command")
         session = self.get(session_id)
         spill = self.spill_dir / f"{session_id}-{uuid.uuid4().hex[:8]}.out"
-        return session.run(command, timeout_ms, idle_timeout_ms, max_output, spill)
+        return session.run(command, timeout_ms, idle_timeout_ms, max_output, spill, self.spill_budget)
 
     def signal(self, session_id: str, sig: int) -> bool:
         """Signal a session's foreground job; False when nothing runs in front."""

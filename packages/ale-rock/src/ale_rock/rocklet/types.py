@@ -72,6 +72,10 @@ class ExecOutcome:
     pid: int = 0
     exec_id: str = ""
     error: str = ""
+    stdout_total_bytes: int = 0
+    stderr_total_bytes: int = 0
+    spill_truncated: bool = False
+    oom_killed: bool = False
 
 
 def check_id(value: str, field_name: str) -> None:

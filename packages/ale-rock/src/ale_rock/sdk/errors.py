@@ -33,6 +33,16 @@ class SandboxNotFound(SandboxError):
     code = "NOT_FOUND"
 
 
+class FileNotFound(SandboxError, FileNotFoundError):
+    """A path inside a running sandbox does not exist (read, download, ls…); the sandbox does.
+
+    Also a ``FileNotFoundError``, so ``except FileNotFoundError`` works as for local files. Not a
+    :class:`SandboxNotFound`: code that treats that as "the sandbox is gone" must not see it.
+    """
+
+    code = "NOT_FOUND"
+
+
 class AlreadyExists(SandboxError):
     """The object already exists."""
 
@@ -125,6 +135,10 @@ _BY_CODE: dict[int, type[SandboxError]] = {
 }
 
 
+_PATH_FIELDS = frozenset({"path", "header.path", "remote_path", "cwd", "spec.cwd"})
+"""Fields of file calls: a NOT_FOUND naming one of them is about a file, not the sandbox."""
+
+
 def from_rpc_error(err: grpc.RpcError, address: str = "") -> SandboxError:
     """The typed exception for a failed call."""
     detail = error_detail_of(err)
@@ -137,4 +151,6 @@ def from_rpc_error(err: grpc.RpcError, address: str = "") -> SandboxError:
     if not has_detail and code == grpc.StatusCode.CANCELLED:
         return Cancelled(detail.message or "cancelled")
     cls = _BY_CODE.get(detail.code, InternalError)
+    if cls is SandboxNotFound and detail.field in _PATH_FIELDS:
+        cls = FileNotFound
     return cls(detail.message, detail.field, dict(detail.metadata))
