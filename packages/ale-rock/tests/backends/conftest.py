@@ -16,6 +16,7 @@ from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 from ale_rock.backends.base import Limits, SandboxConfig
 from ale_rock.backends.limits import CGROUP_ROOT
 from ale_rock.backends.local import LocalBackend, LocalBackendConfig
+from ale_rock.backends.local_uids import pids_of_uid
 from ale_rock.egress.gateway import EgressGateway
 
 needs_bwrap = pytest.mark.skipif(
@@ -55,6 +56,11 @@ def leaks(backend: LocalBackend) -> list[str]:
                 continue
             if state in cmd:
                 found.append(f"process {pid}")
+    # bwrap's command line names no host path (its options come through a pipe): a sandbox's
+    # processes are also known by their host uid, free once no sandbox holds it.
+    for uid in sorted(backend.uids.issued):
+        if backend.uids.is_free(uid):
+            found += [f"process {pid} (uid {uid})" for pid in pids_of_uid(uid)]
     found += [f"dir {p}" for p in backend.sandboxes_dir.iterdir()]
     for ctl in ("memory", "pids", "cpu"):
         parent = CGROUP_ROOT / ctl / backend.cgroup_parent

@@ -1,9 +1,24 @@
 """The local backend: each sandbox is a bubblewrap container whose main process is the Rocklet.
 
-Isolation: every namespace unshared (the network namespace holds loopback only), a non-root uid
-inside, the host runtime (/usr, a subset of /etc, the Python that runs the Rocklet) read-only, a
-private /proc, and only three writable places, all on the sandbox's own size-limited tmpfs: the
-work dir, /tmp and the home dir. Limits: cgroups (v1/v2) or rlimits (see ``limits.py``).
+Isolation: every namespace unshared (the network namespace holds loopback only), uid 1000 inside
+and a non-root host uid of its own outside (``local_uids``: bwrap runs unprivileged, so nothing of
+the sandbox is root on the host), the host runtime (/usr, a subset of /etc, the Python that runs
+the Rocklet) read-only, a private /proc with its global knobs masked and /proc/sys read-only, and
+only four writable places, each on a nosuid,nodev size-limited tmpfs of the sandbox's own: the work
+dir, /tmp and the home dir (one tmpfs of ``disk_bytes``), and /dev/shm. /run/ale (the Rocklet's
+socket) is a 1 MiB noexec tmpfs sealed root:root 0755 once the Rocklet listens. Limits: cgroups
+(v1/v2) or rlimits (see ``limits.py``).
+
+Disk bound (disk mode "tmpfs"): everything a sandbox can make the host store is at most
+``disk_bytes`` (work dir + /tmp + home) + ``shm_bytes(limits)`` (/dev/shm, at most
+min(64 MiB, disk_bytes / 8, memory_bytes / 8), at least 1 MiB) + 3 MiB (the 1 MiB /run/ale,
+read-only to the sandbox after start, and the 2 MiB private tmpfs of its Rocklet's log and
+config files), all RAM-backed: nothing on the state dir's file system grows but a few metadata
+bytes. Mode "dir" bounds only each file's size (RLIMIT_FSIZE), not their sum.
+
+What the sandbox still sees of the host: the host path of the worker's egress socket in
+/proc/self/mountinfo (a bind of a file on the host's disk shows its path there), the host uid in
+the mount options of bwrap's root tmpfs, and the host runtime's own paths (bound at the same place).
 
 Start-up: bwrap itself takes ~10 ms, but the Rocklet's Python + gRPC import takes ~0.4 s on these
 machines, so the backend keeps ``pool_size`` sandboxes started with default settings and hands
@@ -44,17 +59,33 @@ from ale_rock.backends.limits import (
     prlimit_args,
     sandbox_rlimits,
 )
-from ale_rock.backends.local_bwrap import EGRESS_SOCKET, SANDBOX_UID, BwrapLayout, launch_argv
+from ale_rock.backends.local_bwrap import EGRESS_SOCKET, SANDBOX_UID, BwrapLayout, Launch, launch_argv
 from ale_rock.backends.local_host import (
+    bind_nosuid,
     descendants,
     mount_tmpfs,
     mounts_under,
     read_json,
     remount_size,
     runtime_paths,
+    seal_dir,
     umount_lazy,
     write_json,
 )
+from ale_rock.backends.local_stage import reachable
+from ale_rock.backends.local_uids import UidPool, kill_uid
+
+MiB = 2**20
+RUN_TMPFS_BYTES = 1 * MiB
+"""/run/ale: the Rocklet's socket only (sealed read-only to the sandbox once it listens)."""
+PRIV_TMPFS_BYTES = 2 * MiB
+"""The host-only tmpfs of a sandbox's settings, passwd/group/hosts and Rocklet log."""
+
+
+def shm_bytes(limits: Limits) -> int:
+    """Size of a sandbox's /dev/shm: min(64 MiB, disk/8, memory/8), at least 1 MiB."""
+    caps = [64 * MiB] + [v // 8 for v in (limits.disk_bytes, limits.memory_bytes) if v]
+    return max(MiB, min(caps))
 
 
 class LocalBackendConfig(BaseModel):
@@ -85,15 +116,23 @@ class LocalBackendConfig(BaseModel):
     """CPU-seconds cap per command when no cgroup is available."""
     start_timeout_s: float = 120.0
     """How long to wait for a Rocklet to answer."""
+    uid_range_start: int = Field(default=1_000_000_000, ge=65536, lt=2**32 - 2**20)
+    """First host uid for sandboxes (one uid per live sandbox; no host account may use the range)."""
+    uid_range_size: int = Field(default=65536, ge=1, le=2**20)
+    """How many uids the range holds (the most sandboxes all local backends of the machine run)."""
+    host_run_dir: Path = Path("/run/ale-local")
+    """Machine-wide dir shared by all local backends: ``uids/`` (a lock file per uid in use) and
+    ``stage/`` (the empty mount point over which unreachable bind sources are staged)."""
 
 
 class _Box:
     """One sandbox slot on this machine."""
 
     def __init__(
-        self, slot: str, root: Path, proc: subprocess.Popen[bytes], group: CgroupGroup, token: str
+        self, slot: str, root: Path, proc: subprocess.Popen[bytes], group: CgroupGroup, token: str, uid: int
     ) -> None:
         self.slot = slot
+        self.uid = uid  # host uid of every process of the sandbox
         self.root = root
         self.proc = proc
         self.group = group
@@ -127,6 +166,11 @@ class LocalBackend:
         self.cgroup_parent = (
             "ale-" + hashlib.sha256(str(config.state_dir.resolve()).encode()).hexdigest()[:10]
         )
+        self.uids = UidPool(config.uid_range_start, config.uid_range_size, config.host_run_dir / "uids")
+        self.stage_dir = config.host_run_dir / "stage"
+        self.stage_dir.mkdir(mode=0o755, exist_ok=True)
+        if not reachable(self.stage_dir):
+            raise ValueError(f"host_run_dir: {self.stage_dir} must be reachable by every uid (o+x)")
         self._lock = threading.Lock()
         self._boxes: dict[str, _Box] = {}
         self._pool: list[_Box] = []
@@ -238,7 +282,15 @@ class LocalBackend:
             sid = str(meta.get("sandbox_id", ""))
             if sid in keep and sid in self.list():
                 continue
+            uid = int(meta.get("uid", 0))
+            # A dead worker's sandbox: its uid lock died with it. Hold the uid while killing what
+            # still runs under it, so no new sandbox gets it before then.
+            held = bool(uid) and self.uids.hold(uid)
+            if held:
+                kill_uid(uid)
             self._reap_dir(slot_dir, meta)
+            if held:
+                self.uids.release(uid)
             reaped.append(sid or slot_dir.name)
         for name in list_groups(self.mode, self.cgroup_parent):
             if name not in live:
@@ -261,6 +313,7 @@ class LocalBackend:
             self._pool.clear()
         for box in boxes:
             self._destroy(box)
+        self.uids.close()
         self._launches.put(None)
         for d in CgroupGroup(self.mode, self.cgroup_parent, "x").dirs.values():
             with contextlib.suppress(OSError):
@@ -296,22 +349,30 @@ class LocalBackend:
         root = self.sandboxes_dir / slot
         token = uuid.uuid4().hex
         group = CgroupGroup(self.mode, self.cgroup_parent, slot)
+        uid = self.uids.allocate()
         try:
-            self._prepare_dir(root, limits, workdir, env, token)
+            self._prepare_dir(root, limits, workdir, env, token, uid)
             group.create(limits)
             read_fd, write_fd = os.pipe()
-            argv = self._argv(root, workdir, limits, group, write_fd, pooled)
-            log = open(root / "rocklet.log", "ab")  # noqa: SIM115 - the child keeps it
+            args_read, args_write = os.pipe()
+            launch = self._argv(root, workdir, limits, group, write_fd, pooled, uid, args_read)
+            # bwrap's arguments go through a pipe (--args): a few KiB, well under a pipe's buffer.
+            os.write(args_write, b"".join(a.encode() + b"\0" for a in launch.bwrap_args))
+            os.close(args_write)
+            log = open(root / "priv" / "rocklet.log", "ab")  # noqa: SIM115 - the child keeps it
             fut: Future[subprocess.Popen[bytes]] = Future()
 
             def spawn() -> subprocess.Popen[bytes]:
+                # cwd "/" and a bare env: bwrap is the sandbox's pid 1, whose cwd and environ
+                # the sandbox can read; they must not name host paths.
                 return subprocess.Popen(
-                    argv,
+                    launch.argv,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
-                    pass_fds=(write_fd,),
-                    env={"PATH": "/usr/bin:/bin"},
+                    pass_fds=(write_fd, args_read),
+                    cwd="/",
+                    env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
                 )
 
             self._launches.put((spawn, fut))
@@ -319,43 +380,71 @@ class LocalBackend:
                 proc = fut.result(timeout=self.config.start_timeout_s)
             finally:
                 os.close(write_fd)
+                os.close(args_read)
                 log.close()
-            box = _Box(slot, root, proc, group, token)
+            box = _Box(slot, root, proc, group, token, uid)
             box.workdir = workdir
             try:
                 self._wait_ready(box, read_fd)
             finally:
                 os.close(read_fd)
+            # The Rocklet listens: from now on the sandbox cannot touch /run/ale's entries.
+            seal_dir(root / "run")
             return box
         except BaseException:
+            with contextlib.suppress(Exception):
+                kill_uid(uid)  # whatever of the failed start still runs
             self._reap_dir(root, {})
             group.destroy()
+            self.uids.release(uid)
             raise
 
-    def _prepare_dir(self, root: Path, limits: Limits, workdir: str, env: dict[str, str], token: str) -> None:
-        (root / "run").mkdir(parents=True)
-        (root / "conf").mkdir()
-        (root / "etc").mkdir()
+    def _prepare_dir(
+        self, root: Path, limits: Limits, workdir: str, env: dict[str, str], token: str, uid: int
+    ) -> None:
+        # 0711: bwrap (as the sandbox uid) passes through to the pieces, but cannot list the dir.
+        root.mkdir(mode=0o711)
+        root.chmod(0o711)
+        write_json(root / "meta.json", {"sandbox_id": "", "created": time.time(), "uid": uid})
+        for sub in ("run", "shm", "priv", "fs"):
+            (root / sub).mkdir()
+        # Each on its own tmpfs (nosuid,nodev): bounded, off the host's disk, and only their
+        # in-file paths show in the sandbox's mountinfo. The Rocklet creates its socket in run/,
+        # sealed (root:root 0755) once it listens.
+        mount_tmpfs(root / "run", RUN_TMPFS_BYTES, "ale-run", owner=uid, noexec=True)
+        mount_tmpfs(root / "priv", PRIV_TMPFS_BYTES, "ale-priv", noexec=True)
+        mount_tmpfs(root / "shm", shm_bytes(limits), "ale-shm", mode=0o1777, owner=uid)
         fs = root / "fs"
-        fs.mkdir()
         if self.config.disk == "tmpfs":
             mount_tmpfs(fs, limits.disk_bytes, f"ale-{root.name}")
+        else:
+            bind_nosuid(fs)
         for sub in ("work", "tmp", "home"):
             (fs / sub).mkdir()
+            os.chown(fs / sub, uid, uid)
         (fs / "tmp").chmod(0o1777)
-        (root / "etc" / "passwd").write_text(
-            f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/home/sandbox:/bin/bash\n"
-            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-        )
-        (root / "etc" / "group").write_text(f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n")
-        (root / "etc" / "hosts").write_text("127.0.0.1 localhost sandbox\n::1 localhost\n")
-        write_json(root / "meta.json", {"sandbox_id": "", "created": time.time()})
+        priv = root / "priv"
+        (priv / "conf").mkdir(mode=0o755)
+        files = {
+            "passwd": f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/home/sandbox:/bin/bash\n"
+            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+            "group": f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n",
+            "hosts": "127.0.0.1 localhost sandbox\n::1 localhost\n",
+        }
+        for name, text in files.items():
+            (priv / name).write_text(text)
+            (priv / name).chmod(0o644)  # whatever the worker's umask: the sandbox uid reads them
         self._write_settings(root, workdir, env, token, limits)
 
     def _write_settings(
-        self, root: Path, workdir: str, env: dict[str, str], token: str, limits: Limits
+        self, root: Path, workdir: str, env: dict[str, str], token: str, limits: Limits, claimed: bool = False
     ) -> None:
-        _, command_limits = prlimit_args(limits, self.mode, self.config.rlimit_cpu_seconds)
+        sandbox_limits, command_limits = prlimit_args(limits, self.mode, self.config.rlimit_cpu_seconds)
+        if claimed:
+            # A claimed pool sandbox's Rocklet runs without the sandbox rlimits (see _claim): its
+            # commands get them instead (a command-specific --nofile, lower, wins).
+            names = {opt.split("=", 1)[0] for opt in command_limits}
+            command_limits = [o for o in sandbox_limits if o.split("=", 1)[0] not in names] + command_limits
         settings = {
             "workdir": workdir,
             "env": env,
@@ -365,13 +454,15 @@ class LocalBackend:
             "kill_grace_s": self.config.kill_grace_s,
             "spill_dir": "/tmp/.ale",
         }
-        tmp = root / "conf" / "settings.json.tmp"
+        tmp = root / "priv" / "conf" / "settings.json.tmp"
         write_json(tmp, settings)
-        tmp.replace(root / "conf" / "settings.json")
+        tmp.chmod(0o644)
+        tmp.replace(root / "priv" / "conf" / "settings.json")
 
     def _argv(
-        self, root: Path, workdir: str, limits: Limits, group: CgroupGroup, ready_fd: int, pooled: bool
-    ) -> builtins.list[str]:
+        self, root: Path, workdir: str, limits: Limits, group: CgroupGroup, ready_fd: int, pooled: bool,
+        uid: int, args_fd: int,
+    ) -> Launch:
         # A pooled sandbox gets its rlimits when claimed (see _claim).
         sandbox_limits = [] if pooled else prlimit_args(limits, self.mode, self.config.rlimit_cpu_seconds)[0]
         return launch_argv(
@@ -381,10 +472,13 @@ class LocalBackend:
                 python=self.config.python,
                 ro_binds=[*runtime_paths(self.config.python), *self.config.extra_ro_binds],
                 egress_socket=self.config.egress_socket,
+                uid=uid,
+                stage_dir=str(self.stage_dir),
             ),
             sandbox_limits,
             [str(p) for p in group.procs_files],
             ready_fd,
+            args_fd,
         )
 
     def _wait_ready(self, box: _Box, read_fd: int) -> None:
@@ -398,26 +492,28 @@ class LocalBackend:
                 if os.read(read_fd, 16).startswith(b"ok"):
                     return
                 box.proc.wait()
-                log = (box.root / "rocklet.log").read_text(errors="replace")[-2000:]
+                log = (box.root / "priv" / "rocklet.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"the sandbox exited during start (code {box.proc.returncode}): {log}")
 
     def _claim(self, box: _Box, sandbox_id: str, config: SandboxConfig, limits: Limits) -> None:
         box.group.set_limits(limits)
         if self.config.disk == "tmpfs":
             remount_size(box.root / "fs", limits.disk_bytes)
-        # Pool sandboxes start without these rlimits: lowering is always allowed, raising a hard
-        # limit needs CAP_SYS_RESOURCE, which container hosts often withhold even from root.
+        remount_size(box.root / "shm", shm_bytes(limits))
+        # Pool sandboxes start without these rlimits. Their processes run as another uid, so
+        # lowering their rlimits needs CAP_SYS_RESOURCE, which container hosts often withhold
+        # even from root: best effort here, and every command gets them (_write_settings).
         for pid in box.group.procs() if self.mode != "none" else [box.proc.pid, *descendants(box.proc.pid)]:
             for res, value in sandbox_rlimits(limits).items():
-                with contextlib.suppress(ProcessLookupError):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     resource.prlimit(pid, res, (value, value))
-        self._write_settings(box.root, box.workdir, dict(config.env), box.token, limits)
+        self._write_settings(box.root, box.workdir, dict(config.env), box.token, limits, claimed=True)
         box.namespace = config.namespace
         self._assign(box, sandbox_id)
 
     def _assign(self, box: _Box, sandbox_id: str) -> None:
         box.sandbox_id = sandbox_id
-        write_json(box.root / "meta.json", {"sandbox_id": sandbox_id, "created": time.time()})
+        write_json(box.root / "meta.json", {"sandbox_id": sandbox_id, "created": time.time(), "uid": box.uid})
         with self._lock:
             self._boxes[sandbox_id] = box
 
@@ -480,6 +576,9 @@ class LocalBackend:
         self._stop_box(box, 0)
         self._reap_dir(box.root, {})
         box.group.destroy()
+        if self.mode == "none":
+            kill_uid(box.uid)  # no cgroup to tell every process of the sandbox: its uid does
+        self.uids.release(box.uid)
 
     def _reap_dir(self, root: Path, meta: dict[str, Any]) -> None:
         group = CgroupGroup(self.mode, self.cgroup_parent, root.name)

@@ -1,4 +1,5 @@
-"""The command line that starts one local sandbox: cgroup entry, rlimits, OOM score, bubblewrap."""
+"""The command line that starts one local sandbox: cgroup entry, path staging, rlimits, OOM score,
+the drop to the sandbox's own host uid, bubblewrap."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ale_rock.backends.local_host import can_lower_oom_score
+from ale_rock.backends.local_stage import Stage
 
 SANDBOX_UID = 1000
 ROCKLET_SOCKET = "/run/ale/rocklet.sock"
@@ -28,12 +30,24 @@ ETC_FILES = [
 ]  # fmt: skip
 
 
+# Global /proc knobs a sandbox has no business reading (host keys, timers, kernel symbols...):
+# each is covered by a read-only /dev/null (unopenable: the bind is nodev).
+PROC_MASKED_FILES = [
+    "keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats", "kcore",
+    "sysrq-trigger", "kmsg", "kallsyms", "kpagecgroup", "kpagecount", "kpageflags",
+]  # fmt: skip
+PROC_MASKED_DIRS = ["acpi", "scsi", "asound"]
+"""Covered by an empty read-only tmpfs."""
+PROC_READ_ONLY = ["sys", "bus", "fs", "irq"]
+"""Bound read-only: writes to /proc/sys fail even where the sandbox's uid could make them."""
+
+
 @dataclass
 class BwrapLayout:
     """Where a sandbox's pieces are on the host and inside."""
 
     root: Path
-    """The sandbox's host dir (fs/, run/, conf/, etc/)."""
+    """The sandbox's host dir (fs/, run/, shm/, priv/: each its own tmpfs)."""
     workdir: str
     """Work dir inside."""
     python: str
@@ -42,30 +56,27 @@ class BwrapLayout:
     """Host paths bound read-only at the same place (the Python runtime)."""
     egress_socket: str
     """Host path of the worker's egress socket; "" = none."""
+    uid: int
+    """Non-root host uid the whole sandbox runs as (bwrap included)."""
+    stage_dir: str
+    """Empty host dir over which unreachable bind sources are staged (see ``local_stage``)."""
 
 
-def launch_argv(
-    layout: BwrapLayout, sandbox_limits: list[str], procs_files: list[str], ready_fd: int
-) -> list[str]:
-    """argv of ``/bin/sh`` that joins the cgroup, then execs choom → prlimit → bwrap → Rocklet."""
-    args = [
-        "bwrap",
-        "--unshare-all",
-        "--unshare-user",
-        "--die-with-parent",
-        "--new-session",
-        "--disable-userns",
-    ]
-    args += [
-        "--uid",
-        str(SANDBOX_UID),
-        "--gid",
-        str(SANDBOX_UID),
-        "--hostname",
-        "sandbox",
-        "--cap-drop",
-        "ALL",
-    ]
+@dataclass
+class Launch:
+    """What to spawn: ``argv`` (run as root, from "/"), and bwrap's own arguments, which go to
+    bwrap through a pipe on fd ``args_fd`` (``--args``) so that no host path shows in the command
+    line of the sandbox's pid 1 (bwrap itself)."""
+
+    argv: list[str]
+    bwrap_args: list[str]
+
+
+def bwrap_args(layout: BwrapLayout, stage: Stage) -> list[str]:
+    """bubblewrap's options (sources mapped through ``stage``)."""
+    root = stage.map(layout.root)
+    args = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns"]
+    args += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox", "--cap-drop", "ALL"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in ("bin", "lib", "lib64", "lib32", "sbin"):
         p = Path("/") / top
@@ -77,23 +88,34 @@ def launch_argv(
         if (Path("/etc") / name).exists():
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for name in ("passwd", "group", "hosts"):
-        args += ["--ro-bind", str(layout.root / "etc" / name), f"/etc/{name}"]
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--bind", str(layout.root / "fs" / "work"), layout.workdir]
-    args += ["--bind", str(layout.root / "fs" / "tmp"), "/tmp"]
-    args += ["--bind", str(layout.root / "fs" / "home"), "/home/sandbox"]
+        args += ["--ro-bind", f"{root}/priv/{name}", f"/etc/{name}"]
+    args += ["--proc", "/proc"]
+    for name in PROC_READ_ONLY:
+        if (Path("/proc") / name).exists():
+            args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+    for name in PROC_MASKED_FILES:
+        if (Path("/proc") / name).exists():
+            args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+    for name in PROC_MASKED_DIRS:
+        if (Path("/proc") / name).is_dir():
+            args += ["--tmpfs", f"/proc/{name}", "--remount-ro", f"/proc/{name}"]
+    # /dev/shm: the sandbox's own size-limited tmpfs (host-mounted, so a pool claim can resize it).
+    args += ["--dev", "/dev", "--bind", f"{root}/shm", "/dev/shm"]
+    args += ["--bind", f"{root}/fs/work", layout.workdir]
+    args += ["--bind", f"{root}/fs/tmp", "/tmp"]
+    args += ["--bind", f"{root}/fs/home", "/home/sandbox"]
     # After /tmp and the home dir: a checkout (and so the venv) may live under /tmp, and a later
     # bind is mounted on top of an earlier one.
     for path in layout.ro_binds:
-        args += ["--ro-bind", path, path]
-    args += ["--bind", str(layout.root / "run"), "/run/ale"]
+        args += ["--ro-bind", stage.map(path), path]
+    args += ["--bind", f"{root}/run", "/run/ale"]
     # Read-only, so the sandbox cannot rewrite its env, command limits or egress token; a
     # directory (not the file), so the atomic rewrite of a pool claim is seen inside.
-    args += ["--ro-bind", str(layout.root / "conf"), "/run/ale-conf"]
+    args += ["--ro-bind", f"{root}/priv/conf", "/run/ale-conf"]
     if layout.egress_socket:
-        args += ["--bind", layout.egress_socket, EGRESS_SOCKET]
-    # The root tmpfs bwrap builds is owned by the mapped uid: make it read-only so only the
-    # work dir, /tmp and the home dir are writable.
+        args += ["--bind", stage.map(layout.egress_socket), EGRESS_SOCKET]
+    # The root tmpfs bwrap builds is owned by the sandbox uid: make it read-only so only the
+    # work dir, /tmp, the home dir and /dev/shm are writable.
     args += ["--remount-ro", "/", "--chdir", layout.workdir, "--clearenv"]
     for key, value in {
         "HOME": "/home/sandbox",
@@ -102,13 +124,33 @@ def launch_argv(
         "LANG": "C.UTF-8",
     }.items():
         args += ["--setenv", key, value]
-    args += ["--", layout.python, "-s", "-c", ROCKLET_BOOT, "--socket", ROCKLET_SOCKET]
-    args += ["--settings", "/run/ale-conf/settings.json", "--ready-fd", str(ready_fd)]
+    return args
+
+
+def rocklet_command(layout: BwrapLayout, ready_fd: int) -> list[str]:
+    """What bwrap runs (on its command line: ``--args`` takes options only; no host path here)."""
+    return [
+        layout.python, "-s", "-c", ROCKLET_BOOT, "--socket", ROCKLET_SOCKET,
+        "--settings", "/run/ale-conf/settings.json", "--ready-fd", str(ready_fd),
+    ]  # fmt: skip
+
+
+def launch_argv(
+    layout: BwrapLayout, sandbox_limits: list[str], procs_files: list[str], ready_fd: int, args_fd: int
+) -> Launch:
+    """The chain, as root: [unshare -m →] sh (joins the cgroup, stages paths) → choom → prlimit →
+    setpriv (drops to the sandbox uid, no groups) → bwrap → Rocklet."""
+    stage = Stage(layout.stage_dir)
+    args = bwrap_args(layout, stage)
     # The Rocklet must outlive a memory bomb in its own sandbox: lower its OOM score (its
     # commands raise theirs back). A shell moves itself into the cgroup before exec, so no
     # process of the sandbox ever runs outside it.
     choom = ["choom", "-n", "-900", "--"] if can_lower_oom_score() else []
-    wrapped = [*choom, "prlimit", *sandbox_limits, "--", *args]
+    uid = str(layout.uid)
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    bwrap = ["bwrap", "--args", str(args_fd), "--", *rocklet_command(layout, ready_fd)]
+    wrapped = [*choom, "prlimit", *sandbox_limits, "--", *drop, *bwrap]
     procs = " ".join(procs_files)
-    script = f'for f in {procs}; do echo $$ > "$f" || exit 97; done; exec "$@"' if procs else 'exec "$@"'
-    return ["/bin/sh", "-c", script, "ale-sandbox", *wrapped]
+    join = f'for f in {procs}; do echo $$ > "$f" || exit 97; done\n' if procs else ""
+    script = join + stage.script() + 'exec "$@"'
+    return Launch([*stage.argv_prefix(), "/bin/sh", "-c", script, "ale-sandbox", *wrapped], args)

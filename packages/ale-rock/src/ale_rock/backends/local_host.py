@@ -13,21 +13,52 @@ from pathlib import Path
 from typing import Any
 
 # mount(2)/umount2(2) straight from libc: creates and claims must not pay for spawning mount(8).
-_MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MNT_DETACH = 2, 4, 32, 2
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT, _MS_BIND, _MNT_DETACH = 2, 4, 8, 32, 4096, 2
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def mount_tmpfs(target: Path, size: int, source: str, remount: bool = False) -> None:
-    flags = _MS_NOSUID | _MS_NODEV | (_MS_REMOUNT if remount else 0)
-    data = f"size={size}" if remount else f"size={size},mode=0755"
-    if _libc.mount(source.encode(), str(target).encode(), b"tmpfs", flags, data.encode()) != 0:
+def _mount(source: str, target: Path, fstype: str | None, flags: int, data: str | None) -> None:
+    if (
+        _libc.mount(
+            source.encode(), str(target).encode(), fstype.encode() if fstype else None, flags,
+            data.encode() if data else None,
+        )
+        != 0
+    ):
         err = ctypes.get_errno()
-        raise OSError(err, f"mount tmpfs on {target}: {os.strerror(err)}")
+        raise OSError(err, f"mount {fstype or 'bind'} on {target}: {os.strerror(err)}")
+
+
+def mount_tmpfs(
+    target: Path, size: int, source: str, remount: bool = False, *, mode: int = 0o755,
+    owner: int | None = None, noexec: bool = False,
+) -> None:
+    """A size-limited tmpfs, always nosuid,nodev (a sandbox writes there: no setuid file or
+    device node it plants works on the host); ``owner`` owns its root dir."""
+    flags = _MS_NOSUID | _MS_NODEV | (_MS_NOEXEC if noexec else 0) | (_MS_REMOUNT if remount else 0)
+    data = f"size={size}" if remount else f"size={size},mode={mode:o}"
+    if owner is not None and not remount:
+        data += f",uid={owner},gid={owner}"
+    _mount(source, target, "tmpfs", flags, data)
 
 
 def remount_size(target: Path, size: int) -> None:
-    """Resize a sandbox's tmpfs (a pool claim)."""
+    """Resize a sandbox's tmpfs (a pool claim); keeps nosuid,nodev (exec stays allowed)."""
     mount_tmpfs(target, size, "tmpfs", remount=True)
+
+
+def bind_nosuid(target: Path) -> None:
+    """Bind a host dir onto itself nosuid,nodev: a plain dir a sandbox writes (disk mode "dir")
+    gets the same protection as its tmpfs."""
+    _mount(str(target), target, None, _MS_BIND, None)
+    _mount("none", target, None, _MS_BIND | _MS_REMOUNT | _MS_NOSUID | _MS_NODEV, None)
+
+
+def seal_dir(path: Path) -> None:
+    """root:root 0755: the sandbox can still read it, but no longer create, rename or remove
+    anything in it (its Rocklet socket can then not be swapped for a symlink or another socket)."""
+    os.chown(path, 0, 0)
+    os.chmod(path, 0o755)
 
 
 def umount_lazy(target: str) -> None:
