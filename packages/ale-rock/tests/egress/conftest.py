@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -40,6 +42,26 @@ def backend(tmp_path_factory: pytest.TempPathFactory, gateway: EgressGateway) ->
     )
     yield b
     b.close()
+
+
+def load_fixtures() -> Any:
+    """tests/redteam/_egress_fixtures.py (a network namespace standing for another machine)."""
+    path = Path(__file__).parents[1] / "redteam" / "_egress_fixtures.py"
+    spec = importlib.util.spec_from_file_location("ale_rock_tests_egress_fixtures", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def remote_server() -> Iterator[tuple[str, int]]:
+    """(ip, port) of an HTTP server on "another machine" answering "hello from afar"."""
+    fixtures = load_fixtures()
+    if fixtures.problem():
+        pytest.skip(fixtures.problem())
+    with fixtures.remote_http_server() as address:
+        yield address
 
 
 @pytest.fixture(scope="module")

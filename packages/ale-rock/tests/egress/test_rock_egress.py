@@ -60,18 +60,31 @@ def test_denied_by_default_and_recorded_with_the_command(
     assert "curl" in events[0].command and "192.0.2.1" in events[0].command
 
 
-def test_allowed_host_is_reached_through_the_proxy(sandbox, gateway: EgressGateway, http_server: int) -> None:
-    sid, sh = sandbox([Rule("127.0.0.1", http_server)])
-    assert sh(f"{VIA_PROXY} http://127.0.0.1:{http_server}/").stdout == b"hello from host"
+def test_allowed_host_is_reached_through_the_proxy(
+    sandbox, gateway: EgressGateway, remote_server: tuple[str, int]
+) -> None:
+    ip, port = remote_server
+    sid, sh = sandbox([Rule(ip, port)])
+    assert sh(f"{VIA_PROXY} http://{ip}:{port}/").stdout == b"hello from afar"
     # CONNECT tunnels (what HTTPS clients use) work too.
-    assert sh(f"{VIA_PROXY} -p http://127.0.0.1:{http_server}/").stdout == b"hello from host"
+    assert sh(f"{VIA_PROXY} -p http://{ip}:{port}/").stdout == b"hello from afar"
     # Without the proxy there is no way out.
-    r = sh(f"curl -s -m 5 --noproxy '*' http://127.0.0.1:{http_server}/; echo rc=$?")
-    assert b"hello from host" not in r.stdout and b"rc=7" in r.stdout
+    r = sh(f"curl -s -m 5 --noproxy '*' http://{ip}:{port}/; echo rc=$?")
+    assert b"hello from afar" not in r.stdout and b"rc=7" in r.stdout
     assert gateway.safety.get(sid)[0] == 0
     # Revoking the rule takes effect on the next connection.
     gateway.set_policy(sid, [])
-    assert b"hello from host" not in sh(f"{VIA_PROXY} http://127.0.0.1:{http_server}/").stdout
+    assert b"hello from afar" not in sh(f"{VIA_PROXY} http://{ip}:{port}/").stdout
+
+
+def test_a_rule_to_the_host_itself_opens_nothing(sandbox, gateway: EgressGateway, http_server: int) -> None:
+    """Loopback is the host's, not the sandbox's: even a rule naming it is refused at connect time."""
+    sid, sh = sandbox([Rule("127.0.0.1", http_server), Rule("localhost", http_server)])
+    for host in ("127.0.0.1", "localhost"):
+        r = sh(f"{VIA_PROXY} -s -w ' %{{http_code}}' http://{host}:{http_server}/")
+        assert b"hello from host" not in r.stdout and r.stdout.endswith(b" 403"), r.stdout
+    count, events = gateway.safety.get(sid)
+    assert count == 2 and "loopback" in events[0].detail
 
 
 def test_model_proxy_without_address_is_denied(sandbox, gateway: EgressGateway) -> None:

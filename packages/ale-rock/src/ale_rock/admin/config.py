@@ -143,6 +143,10 @@ class AdminConfig(BaseModel):
     """Largest command line (or argv total) accepted by Exec and sessions."""
     deleted_retention_s: float = Field(default=3600.0, ge=0)
     """How long DELETED sandboxes stay in the store for auditing."""
+    egress_denied: list[str] = Field(default_factory=list)
+    """host:port of further ALE services no sandbox egress rule may name (a ModelProxy, an
+    InferenceService); the Admin's own port and every registered worker's are always refused, as
+    are loopback, link-local and this host's addresses."""
     tls: TLSConfig | None = None
     """Optional TLS for the Admin's port."""
     grace_period_s: float = Field(default=5.0, ge=0)

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import secrets
+import socket
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class SandboxManager:
         # Read-through cache of live records: the manager is the store's only writer, so it stays
         # coherent, and the exec hot path skips an SQLite read and a JSON parse.
         self._records: dict[str, SandboxRecord] = {}
+        self.port = config.port
+        """The port this Admin serves on (set once bound)."""
 
     # -- recovery ----------------------------------------------------------------------------
     def recover(self) -> None:
@@ -109,6 +112,15 @@ class SandboxManager:
         if c is None:
             c = self._clients[worker_id] = self._factory(w.address, w.secret)
         return c
+
+    def egress_protected(self) -> list[tuple[str, int]]:
+        """ALE services no egress rule may name: this Admin, every known worker, ``egress_denied``."""
+        out = [(h, self.port) for h in ("127.0.0.1", self.config.host, socket.gethostname()) if self.port]
+        for address in [*self.config.egress_denied, *(w.address for w in self._workers.values())]:
+            host, _, port = address.rpartition(":")
+            if host and port.isdigit():
+                out.append((host.strip("[]"), int(port)))
+        return out
 
     def worker_address(self, worker_id: str) -> str:
         w = self._workers.get(worker_id)

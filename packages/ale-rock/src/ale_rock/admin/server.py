@@ -112,6 +112,7 @@ async def start_admin(config: AdminConfig) -> RunningAdmin:
     else:
         port = serving.bind(server, address)
     me.port = port
+    manager.port = port
     await server.start()
     upkeep = asyncio.get_running_loop().create_task(manager.run_upkeep())
     log.info("admin serving", extra={"address": f"{config.host}:{port}", "db": str(config.db_path),

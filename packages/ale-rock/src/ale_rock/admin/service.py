@@ -53,7 +53,7 @@ class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
     async def CreateSandbox(self, request: sandbox_pb2.CreateSandboxRequest, context: Any) -> Any:
         ns = self._ns(context)
         v.request_id(request.request_id)
-        spec = v.create_spec(request.spec, self.m.config)
+        spec = v.create_spec(request.spec, self.m.config, self.m.egress_protected())
         if not self._resolve_image(spec) and not self.m.is_known_image(spec.image):
             raise invalid("spec.image", f"unknown image {spec.image!r}")
         rec = await self.m.create(
@@ -143,7 +143,7 @@ class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
     @unary
     async def SetNetworkPolicy(self, request: sandbox_pb2.SetNetworkPolicyRequest, context: Any) -> Any:
         ns = self._ns(context)
-        v.policy(request.policy, "policy")
+        v.policy(request.policy, "policy", self.m.egress_protected())
         rec = self.m.running(ns, v.sandbox_id(request.sandbox_id))
         client = self.m.client(rec.worker_id)
         await client.worker.SetNetworkPolicy(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ale_proto.v1 import sandbox_pb2
 
 from ale_rock.admin.config import AdminConfig
 from ale_rock.admin.errors import invalid
+from ale_rock.egress.admission import Endpoint, rule_problem
 
 SANDBOX_ID = re.compile(r"^sb-[0-9a-f]{12}$")
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -68,7 +69,8 @@ def _labels(labels: Mapping[str, str], field: str) -> None:
             raise invalid(f"{field}[{k}]", "label values are at most 256 characters")
 
 
-def policy(p: sandbox_pb2.NetworkPolicy, field: str) -> None:
+def policy(p: sandbox_pb2.NetworkPolicy, field: str, protected: Sequence[Endpoint] = ()) -> None:
+    """Rules must be well formed and must not name the host itself or an ALE service (``protected``)."""
     if len(p.allow) > 256:
         raise invalid(f"{field}.allow", "more than 256 rules")
     for i, rule in enumerate(p.allow):
@@ -76,9 +78,13 @@ def policy(p: sandbox_pb2.NetworkPolicy, field: str) -> None:
             raise invalid(f"{field}.allow[{i}].host", f"invalid host {rule.host[:80]!r}")
         if rule.port > 65535:
             raise invalid(f"{field}.allow[{i}].port", "must be at most 65535")
+        if problem := rule_problem(rule.host, rule.port, protected):
+            raise invalid(f"{field}.allow[{i}]", f"{field}.allow[{i}]: {problem}")
 
 
-def create_spec(spec: sandbox_pb2.SandboxSpec, cfg: AdminConfig) -> sandbox_pb2.SandboxSpec:
+def create_spec(
+    spec: sandbox_pb2.SandboxSpec, cfg: AdminConfig, protected: Sequence[Endpoint] = ()
+) -> sandbox_pb2.SandboxSpec:
     """Validate a SandboxSpec and return a copy with the server's defaults filled in."""
     out = sandbox_pb2.SandboxSpec()
     out.CopyFrom(spec)
@@ -93,7 +99,7 @@ def create_spec(spec: sandbox_pb2.SandboxSpec, cfg: AdminConfig) -> sandbox_pb2.
             setattr(res, name, getattr(dflt, name))
     if out.resources.memory_bytes and out.resources.memory_bytes < 4 * 2**20:
         raise invalid("spec.resources.memory_bytes", "must be at least 4 MiB")
-    policy(out.network, "spec.network")
+    policy(out.network, "spec.network", protected)
     _env(out.env, "spec.env")
     _labels(out.labels, "spec.labels")
     if out.workdir:

@@ -49,6 +49,11 @@ class WorkerConfig(BaseModel):
     """Limits for request fields left at 0."""
     model_proxy_address: str = ""
     """host:port the reserved egress host "model-proxy" reaches; "" = none."""
+    egress_max_streams_per_sandbox: int = Field(default=64, ge=1)
+    """Egress connections one sandbox may hold open at once (more are RESOURCE_EXHAUSTED), so no
+    sandbox can exhaust the gateway for the others."""
+    egress_first_message_timeout_s: float = Field(default=5.0, gt=0)
+    """An egress stream that names no target within this many seconds is closed."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Scheduling labels reported to the admin."""
     heartbeat_interval_s: float = Field(default=5.0, gt=0)

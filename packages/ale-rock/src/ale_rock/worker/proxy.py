@@ -1,11 +1,14 @@
 """The worker's RockletService proxy: calls carrying ``ale-sandbox-id`` go to that sandbox's Rocklet.
 
 Messages pass through as bytes (no re-parsing); statuses and trailing metadata (the typed
-``ale-error-bin`` detail included) come back unchanged.
+``ale-error-bin`` detail included) come back unchanged. Each socket is pinned and checked
+(:mod:`ale_rock.worker.rocklet_socket`) before use: a socket the sandbox could redirect is refused
+and the sandbox reported through ``on_unsafe``.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,6 +19,9 @@ from ale_proto.v1 import common_pb2, rocklet_pb2
 
 from ale_rock.grpc_options import channel_options
 from ale_rock.rocklet.server import MAX_MESSAGE_BYTES
+from ale_rock.worker.rocklet_socket import PinnedSocket, UnsafeRockletSocket, pin
+
+log = logging.getLogger("ale_rock.worker")
 
 SANDBOX_METADATA_KEY = "ale-sandbox-id"
 _CHANNEL_OPTIONS = channel_options(MAX_MESSAGE_BYTES)
@@ -34,40 +40,61 @@ SocketLookup = Callable[[str], "str | None"]
 class RockletProxy:
     """Routes RockletService calls to per-sandbox Unix sockets, with one cached channel each."""
 
-    def __init__(self, lookup: SocketLookup, on_call: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        lookup: SocketLookup,
+        on_call: Callable[[str], None] | None = None,
+        on_unsafe: Callable[[str, str], None] | None = None,
+    ) -> None:
         self._lookup = lookup
         self._on_call = on_call or (lambda _sid: None)
+        self._on_unsafe = on_unsafe or (lambda _sid, _why: None)
         self._lock = threading.Lock()
-        self._channels: dict[str, tuple[str, grpc.Channel]] = {}
+        self._channels: dict[str, tuple[PinnedSocket, grpc.Channel]] = {}
+
+    def _open(self, sandbox_id: str, path: str) -> tuple[PinnedSocket, grpc.Channel] | None:
+        try:
+            pinned = pin(path)
+        except UnsafeRockletSocket as e:
+            self._unsafe(sandbox_id, str(e))
+            return None
+        return pinned, grpc.insecure_channel(f"unix:{pinned.target}", options=_CHANNEL_OPTIONS)
+
+    def _unsafe(self, sandbox_id: str, why: str) -> None:
+        log.warning("sandbox %s: refusing its Rocklet socket: %s", sandbox_id, why)
+        self.forget(sandbox_id)
+        self._on_unsafe(sandbox_id, why)
 
     def warm(self, sandbox_id: str, path: str, timeout_s: float = 5.0) -> None:
         """Open and connect the channel of a new sandbox now, so its first call does not pay for it."""
-        channel = grpc.insecure_channel(f"unix:{path}", options=_CHANNEL_OPTIONS)
+        entry = self._open(sandbox_id, path)
+        if entry is None:
+            return
         try:
-            grpc.channel_ready_future(channel).result(timeout=timeout_s)
+            grpc.channel_ready_future(entry[1]).result(timeout=timeout_s)
         except grpc.FutureTimeoutError:
-            channel.close()
+            _close(entry)
             return
         with self._lock:
             old = self._channels.pop(sandbox_id, None)
-            self._channels[sandbox_id] = (path, channel)
+            self._channels[sandbox_id] = entry
         if old is not None:
-            old[1].close()
+            _close(old)
 
     def forget(self, sandbox_id: str) -> None:
         """Close the channel of a removed sandbox."""
         with self._lock:
             entry = self._channels.pop(sandbox_id, None)
         if entry is not None:
-            entry[1].close()
+            _close(entry)
 
     def close(self) -> None:
         """Close every channel."""
         with self._lock:
             entries = list(self._channels.values())
             self._channels.clear()
-        for _, ch in entries:
-            ch.close()
+        for entry in entries:
+            _close(entry)
 
     def _channel(self, context: grpc.ServicerContext) -> tuple[grpc.Channel, list[tuple[str, Any]]]:
         md = [(k, v) for k, v in context.invocation_metadata()]
@@ -92,11 +119,32 @@ class RockletProxy:
         self._on_call(sandbox_id)
         with self._lock:
             entry = self._channels.get(sandbox_id)
-            if entry is None or entry[0] != path:
-                if entry is not None:
-                    entry[1].close()
-                entry = (str(path), grpc.insecure_channel(f"unix:{path}", options=_CHANNEL_OPTIONS))
-                self._channels[sandbox_id] = entry
+        if entry is not None and entry[0].path != path:
+            self.forget(sandbox_id)
+            entry = None
+        try:
+            if entry is not None:
+                entry[0].check()  # the pinned directory may not have become the sandbox's since
+        except UnsafeRockletSocket as e:
+            self._unsafe(sandbox_id, str(e))
+            entry = None
+        else:
+            if entry is None and (entry := self._open(sandbox_id, str(path))) is not None:
+                with self._lock:
+                    old = self._channels.pop(sandbox_id, None)
+                    self._channels[sandbox_id] = entry
+                if old is not None:
+                    _close(old)
+        if entry is None:
+            abort(
+                context,
+                make_error(
+                    common_pb2.ERROR_CODE_UNAVAILABLE,
+                    f"sandbox {sandbox_id!r}: its Rocklet socket is not trustworthy; the sandbox is failed",
+                    "sandbox_id",
+                ),
+            )
+            raise AssertionError("abort returned")  # pragma: no cover - context.abort raises
         forward = [(k, v) for k, v in md if not k.startswith(("authorization", ":")) and k != "user-agent"]
         return entry[1], forward
 
@@ -146,6 +194,11 @@ class RockletProxy:
                 raise
 
         return call
+
+
+def _close(entry: tuple[PinnedSocket, grpc.Channel]) -> None:
+    entry[1].close()
+    entry[0].close()
 
 
 def _remaining(context: grpc.ServicerContext) -> float | None:

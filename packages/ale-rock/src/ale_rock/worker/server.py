@@ -96,7 +96,11 @@ class WorkerHandle:
         config.state_dir.mkdir(parents=True, exist_ok=True)
         config = config.model_copy(update={"state_dir": short_state_dir(config.state_dir)})
         self.config = config
-        self.gateway = EgressGateway(config.model_proxy_address)
+        self.gateway = EgressGateway(
+            config.model_proxy_address,
+            max_streams_per_sandbox=config.egress_max_streams_per_sandbox,
+            first_message_timeout_s=config.egress_first_message_timeout_s,
+        )
         egress_socket = config.state_dir / "egress" / "egress.sock"
         self.gateway.start(egress_socket)
         self.backend = make_backend(config, str(egress_socket))
@@ -111,7 +115,7 @@ class WorkerHandle:
             cpu_millis=config.cpu_millis or (os.cpu_count() or 1) * 1000,
             memory_bytes=config.memory_bytes or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
         )
-        self.proxy = RockletProxy(self._socket_of)
+        self.proxy = RockletProxy(self._socket_of, on_unsafe=self._socket_unsafe)
         self.servicer = WorkerServicer(
             self.backend,
             self.gateway,
@@ -147,6 +151,9 @@ class WorkerHandle:
         if host in ("0.0.0.0", "[::]", ""):  # listening everywhere: tell the admin a dialable name
             host = socket.gethostname()
         self.address = f"{host}:{self.port}"
+        protected = self._protected_endpoints()
+        self.servicer.egress_protected = protected
+        self.gateway.set_protected(protected)
         self.server.start()
         self._stopped = threading.Event()
         self._monitor = threading.Thread(target=self._monitor_loop, name="sandbox-monitor", daemon=True)
@@ -179,6 +186,22 @@ class WorkerHandle:
             except Exception:  # noqa: BLE001 - a half-gone sandbox; the monitor reaps it
                 continue
             self.gateway.register(sid, token, [])
+
+    def _protected_endpoints(self) -> list[tuple[str, int]]:
+        """ALE's own services, which no sandbox may reach through egress: this worker's port (on
+        every address), the admin, the ModelProxy (sandboxes use the reserved host instead)."""
+        out: list[tuple[str, int]] = [(self.address.rpartition(":")[0], self.port)]
+        for address in (self.config.advertise_address, self.config.admin_address, self.config.model_proxy_address):
+            host, _, port = address.rpartition(":")
+            if host and port.isdigit():
+                out.append((host.strip("[]"), int(port)))
+        return out
+
+    def _socket_unsafe(self, sandbox_id: str, why: str) -> None:
+        """A sandbox that could redirect its Rocklet socket is failed (the admin hears it on the
+        next heartbeat); the worker never talks to it again."""
+        with self.servicer.table.lock:
+            self.servicer.table.failed[sandbox_id] = f"its Rocklet socket is not trustworthy: {why}"
 
     def _socket_of(self, sandbox_id: str) -> str | None:
         with self.servicer.table.lock:

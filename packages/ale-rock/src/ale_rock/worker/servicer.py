@@ -14,6 +14,7 @@ from google.protobuf import timestamp_pb2
 
 from ale_rock.backends.base import EgressRuleModel, Limits, SandboxBackend, SandboxConfig
 from ale_rock.backends.docker_snap import ImageNotFoundError
+from ale_rock.egress.admission import Endpoint, rule_problem
 from ale_rock.egress.gateway import EgressGateway
 from ale_rock.egress.policy import Rule
 
@@ -60,6 +61,8 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         self._on_removed = on_removed or (lambda _sid: None)
         self._start_lock = threading.Lock()
         self._starting = 0
+        self.egress_protected: list[Endpoint] = []
+        """ALE services (host, port) no egress rule may name (this worker, the admin, the proxy)."""
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -114,9 +117,9 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             labels=dict(spec.labels),
         )
 
-    @staticmethod
-    def rules_of(policy: Any, context: grpc.ServicerContext, field: str) -> list[Rule]:
-        """NetworkPolicy -> rules."""
+    def rules_of(self, policy: Any, context: grpc.ServicerContext, field: str) -> list[Rule]:
+        """NetworkPolicy -> rules; the host itself and ALE's ports are refused (re-checked here
+        whatever the admin let through)."""
         if len(policy.allow) > _MAX_RULES:
             _invalid(context, field, f"at most {_MAX_RULES} rules")
         rules = []
@@ -125,6 +128,8 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
                 _invalid(context, f"{field}[{i}].host", "a host name, an IP address or '*'")
             if rule.port > 65535:
                 _invalid(context, f"{field}[{i}].port", "a port in 0..65535")
+            if problem := rule_problem(rule.host, rule.port, self.egress_protected):
+                _invalid(context, f"{field}[{i}]", f"{field}[{i}]: {problem}")
             rules.append(Rule(host=rule.host, port=rule.port))
         return rules
 
