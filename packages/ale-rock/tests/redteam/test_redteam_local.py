@@ -24,7 +24,13 @@ import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 from ale_rock.backends.base import Limits, SandboxConfig
-from ale_rock.backends.local import PRIV_TMPFS_BYTES, RUN_TMPFS_BYTES, LocalBackend, LocalBackendConfig, shm_bytes
+from ale_rock.backends.local import (
+    PRIV_TMPFS_BYTES,
+    RUN_TMPFS_BYTES,
+    LocalBackend,
+    LocalBackendConfig,
+    shm_bytes,
+)
 from ale_rock.backends.local_host import descendants
 
 MiB = 2**20
@@ -44,7 +50,9 @@ class _Box:
         self.stub = rocklet_pb2_grpc.RockletServiceStub(self.channel)
 
     def sh(self, command: str, timeout_ms: int = 20000) -> Any:
-        req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(command=command, timeout_ms=timeout_ms))
+        req = rocklet_pb2.RockletServiceExecRequest(
+            spec=sandbox_pb2.ExecSpec(command=command, timeout_ms=timeout_ms)
+        )
         return self.stub.Exec(req, timeout=timeout_ms / 1000 + 30).result
 
     def host_pids(self) -> list[int]:
@@ -125,12 +133,12 @@ def test_no_sandbox_process_is_root_on_the_host(box: _Box, make_box: Callable[..
         assert all(ln.split()[1] == str(box.uid) for ln in lines if ln.strip()), (pid, lines)
 
 
-@pytest.mark.parametrize(
-    "knob", ["kernel/core_pattern", "vm/drop_caches", "kernel/printk_ratelimit"]
-)
+@pytest.mark.parametrize("knob", ["kernel/core_pattern", "vm/drop_caches", "kernel/printk_ratelimit"])
 def test_proc_sys_writes_fail(box: _Box, knob: str) -> None:
     before = Path(f"/proc/sys/{knob}").read_text() if knob != "vm/drop_caches" else ""
-    r = box.sh(f"echo 3 > /proc/sys/{knob}; echo rc=$?; mount -o remount,rw /proc/sys 2>&1; echo 3 > /proc/sys/{knob}")
+    r = box.sh(
+        f"echo 3 > /proc/sys/{knob}; echo rc=$?; mount -o remount,rw /proc/sys 2>&1; echo 3 > /proc/sys/{knob}"
+    )
     assert b"rc=" in r.stdout and b"rc=0" not in r.stdout and r.exit_code != 0, r
     assert b"Read-only file system" in r.stderr or b"Permission denied" in r.stderr, r.stderr
     if before:
@@ -143,7 +151,14 @@ def _exec_as_nobody(path: Path) -> str:
     fd = os.open(path, os.O_PATH)
     try:
         r = subprocess.run(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", f"/proc/self/fd/{fd}", "-u"],
+            [
+                "setpriv",
+                f"--reuid={NOBODY}",
+                f"--regid={NOBODY}",
+                "--clear-groups",
+                f"/proc/self/fd/{fd}",
+                "-u",
+            ],
             pass_fds=(fd,),
             capture_output=True,
             text=True,
@@ -155,7 +170,13 @@ def _exec_as_nobody(path: Path) -> str:
 
 
 def test_setuid_planted_in_the_sandbox_gives_nothing_on_the_host(box: _Box) -> None:
-    places = {"/workspace": "fs/work", "/tmp": "fs/tmp", "/home/sandbox": "fs/home", "/dev/shm": "shm", "/run/ale": "run"}
+    places = {
+        "/workspace": "fs/work",
+        "/tmp": "fs/tmp",
+        "/home/sandbox": "fs/home",
+        "/dev/shm": "shm",
+        "/run/ale": "run",
+    }
     for inside in places:
         box.sh(f"cp /usr/bin/id {inside}/id-suid && chmod 6755 {inside}/id-suid")
     assert not (box.root / "run" / "id-suid").exists()  # sealed: nothing can be created there
@@ -210,11 +231,22 @@ def test_disk_limit_binds_every_writable_place(backend: LocalBackend, make_box: 
     slack = shm_bytes(limits) + RUN_TMPFS_BYTES + PRIV_TMPFS_BYTES
     free_before = _host_free(backend.config.state_dir)
     box = make_box(limits)
-    targets = ["/workspace", "/tmp", "/home/sandbox", "/dev/shm", "/run/ale", "/run/ale-conf", "/var/tmp", "/"]
+    targets = [
+        "/workspace",
+        "/tmp",
+        "/home/sandbox",
+        "/dev/shm",
+        "/run/ale",
+        "/run/ale-conf",
+        "/var/tmp",
+        "/",
+    ]
     fill = "; ".join(f"dd if=/dev/zero of={t}/fill bs=1M count=48 2>/dev/null" for t in targets)
     box.sh(fill + "; python3 -c \"open('/tmp/big','wb').truncate(1 << 30)\"; true", timeout_ms=60000)
     used = _tmpfs_used(box.root)
-    assert used <= limits.disk_bytes + slack, [(sub, os.statvfs(box.root / sub)) for sub in ('fs', 'shm', 'run', 'priv')]
+    assert used <= limits.disk_bytes + slack, [
+        (sub, os.statvfs(box.root / sub)) for sub in ("fs", "shm", "run", "priv")
+    ]
     assert used >= 32 * MiB  # the fill did happen, and landed in the bounded tmpfs
     drop = free_before - _host_free(backend.config.state_dir)
     assert drop <= limits.disk_bytes + slack, drop
@@ -264,7 +296,7 @@ def test_the_rocklet_cannot_be_ptraced(box: _Box) -> None:
         "try:\n open(f'/proc/{pid}/mem', 'rb').read(1); print('MEM')\n"
         "except OSError as e: print('memfail', e.errno)\n"
     )
-    r = box.sh(f"python3 -c \"{script}\"")
+    r = box.sh(f'python3 -c "{script}"')
     pid, rc, err, *rest = r.stdout.decode().split()
     assert rc == "-1" and int(err) in (1, 13), r.stdout  # EPERM / EACCES
     assert "MEM" not in rest

@@ -460,8 +460,15 @@ class LocalBackend:
         tmp.replace(root / "priv" / "conf" / "settings.json")
 
     def _argv(
-        self, root: Path, workdir: str, limits: Limits, group: CgroupGroup, ready_fd: int, pooled: bool,
-        uid: int, args_fd: int,
+        self,
+        root: Path,
+        workdir: str,
+        limits: Limits,
+        group: CgroupGroup,
+        ready_fd: int,
+        pooled: bool,
+        uid: int,
+        args_fd: int,
     ) -> Launch:
         # A pooled sandbox gets its rlimits when claimed (see _claim).
         sandbox_limits = [] if pooled else prlimit_args(limits, self.mode, self.config.rlimit_cpu_seconds)[0]

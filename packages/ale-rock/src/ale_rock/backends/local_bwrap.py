@@ -76,7 +76,16 @@ def bwrap_args(layout: BwrapLayout, stage: Stage) -> list[str]:
     """bubblewrap's options (sources mapped through ``stage``)."""
     root = stage.map(layout.root)
     args = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns"]
-    args += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox", "--cap-drop", "ALL"]
+    args += [
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "sandbox",
+        "--cap-drop",
+        "ALL",
+    ]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in ("bin", "lib", "lib64", "lib32", "sbin"):
         p = Path("/") / top

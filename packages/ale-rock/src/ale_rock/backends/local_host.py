@@ -20,7 +20,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 def _mount(source: str, target: Path, fstype: str | None, flags: int, data: str | None) -> None:
     if (
         _libc.mount(
-            source.encode(), str(target).encode(), fstype.encode() if fstype else None, flags,
+            source.encode(),
+            str(target).encode(),
+            fstype.encode() if fstype else None,
+            flags,
             data.encode() if data else None,
         )
         != 0
@@ -30,8 +33,14 @@ def _mount(source: str, target: Path, fstype: str | None, flags: int, data: str 
 
 
 def mount_tmpfs(
-    target: Path, size: int, source: str, remount: bool = False, *, mode: int = 0o755,
-    owner: int | None = None, noexec: bool = False,
+    target: Path,
+    size: int,
+    source: str,
+    remount: bool = False,
+    *,
+    mode: int = 0o755,
+    owner: int | None = None,
+    noexec: bool = False,
 ) -> None:
     """A size-limited tmpfs, always nosuid,nodev (a sandbox writes there: no setuid file or
     device node it plants works on the host); ``owner`` owns its root dir."""
