@@ -30,7 +30,7 @@ from ale_rock import (
 )
 from ale_rock.sdk.cluster import LocalCluster
 
-FAST = {"heartbeat_interval_ms": 200, "worker_lost_after_s": 1.5, "reaper_interval_s": 0.2}
+FAST = {"heartbeat_interval_ms": 200, "worker_lost_after_s": 1.5, "lost_worker_grace_s": 0, "reaper_interval_s": 0.2}
 
 
 def wait_until(cond: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:

@@ -51,7 +51,8 @@ def _manager(tmp_path: Path, **cfg: Any) -> tuple[SandboxManager, dict[str, Fake
     def factory(address: str, secret: str = "") -> FakeWorker:
         return workers.setdefault(address, FakeWorker())
 
-    config = AdminConfig(db_path=tmp_path / "a.db", worker_lost_after_s=0.2, **cfg)
+    # No grace for lost workers unless a test asks for one: their sandboxes become LOST at once.
+    config = AdminConfig(db_path=tmp_path / "a.db", worker_lost_after_s=0.2, **{"lost_worker_grace_s": 0, **cfg})
     return SandboxManager(config, Store(config.db_path), factory), workers
 
 
@@ -157,5 +158,42 @@ def test_idle_stop(tmp_path: Path) -> None:
         await m.upkeep_once()
         await asyncio.sleep(0.05)
         assert m.get("ns", rec.id).state == State.STOPPED and "idle" in m.get("ns", rec.id).message
+
+    asyncio.run(main())
+
+
+def test_a_worker_back_within_the_grace_keeps_its_sandboxes(tmp_path: Path) -> None:
+    async def main() -> None:
+        m, _ = _manager(tmp_path, lost_worker_grace_s=0.5)
+        _join(m, "a")
+        a1 = await m.create(_req(), wait=True)
+        await asyncio.sleep(0.3)
+        await m.upkeep_once()  # silent past worker_lost_after_s: lost, but within the grace
+        assert not m.live_workers() and m.get("ns", a1.id).state == State.RUNNING
+        assert not m.heartbeat("a", [])  # told to re-register
+        assert _join(m, "a", [a1.id]) == [a1.id]
+        assert m.get("ns", a1.id).state == State.RUNNING
+        # Silent again, past the grace this time: now its sandboxes are LOST.
+        await asyncio.sleep(0.3)
+        await m.upkeep_once()
+        await asyncio.sleep(0.6)
+        await m.upkeep_once()
+        assert m.get("ns", a1.id).state == State.LOST
+
+    asyncio.run(main())
+
+
+def test_heartbeat_reconciles_sandboxes_the_admin_does_not_hold(tmp_path: Path) -> None:
+    async def main() -> None:
+        m, workers = _manager(tmp_path)
+        _join(m, "w")
+        live = await m.create(_req(), wait=True)
+        failed = await m.create(_req("bad"), wait=True)
+        workers["w:1"].removed.clear()
+        running = (State.RUNNING, "")
+        assert m.heartbeat("w", [(live.id, *running), (failed.id, *running), ("sb-0123456789ab", *running)])
+        await asyncio.sleep(0.05)
+        assert sorted(workers["w:1"].removed) == sorted([failed.id, "sb-0123456789ab"])
+        assert m.get("ns", live.id).state == State.RUNNING
 
     asyncio.run(main())

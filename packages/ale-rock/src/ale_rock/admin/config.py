@@ -131,7 +131,11 @@ class AdminConfig(BaseModel):
     heartbeat_interval_ms: int = Field(default=1000, ge=50)
     """Interval at which workers are asked to heartbeat."""
     worker_lost_after_s: float = Field(default=5.0, gt=0)
-    """A worker silent for this long is lost and its sandboxes become LOST."""
+    """A worker silent for this long is lost: nothing is scheduled on it and calls to its sandboxes
+    are UNAVAILABLE, but its sandboxes keep their state for ``lost_worker_grace_s``."""
+    lost_worker_grace_s: float = Field(default=300.0, ge=0)
+    """How long a lost worker's sandboxes wait for it before they become LOST. A worker back
+    within it (a restart, a network blip) gets its healthy sandboxes back as they were."""
     recovery_grace_s: float = Field(default=15.0, ge=0)
     """After an Admin restart, how long recovered workers get to heartbeat before they are lost
     (workers retry an unreachable admin on their own schedule)."""

@@ -74,6 +74,10 @@ class SandboxManager:
         self._clients: dict[str, WorkerClient] = {}
         self._workers: dict[str, WorkerRecord] = {}
         self._last_seen: dict[str, float] = {}
+        self._lost_since: dict[str, float] = {}
+        """Lost workers whose sandboxes still wait out ``lost_worker_grace_s`` (monotonic time)."""
+        self._reconciling: set[str] = set()
+        self._lost_reason: dict[str, str] = {}
         self._last_active: dict[str, float] = {}
         self._watchers: list[_Watcher] = []
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -98,6 +102,8 @@ class SandboxManager:
             self._workers[w.id] = w
             if w.alive:
                 self._last_seen[w.id] = seen
+            else:
+                self._lost_since[w.id] = time.monotonic()
         for r in self.store.list_sandboxes(states=[State.PENDING]):
             self._transition(r.id, State.FAILED, "admin restarted while the sandbox was starting")
         for r in self.store.list_sandboxes(states=[State.RUNNING]):
@@ -328,6 +334,7 @@ class SandboxManager:
         w.alive = True
         self._workers[w.id] = w
         self._last_seen[w.id] = time.monotonic()
+        self._lost_since.pop(w.id, None)  # back within the grace: its sandboxes are still RUNNING
         self.store.upsert_worker(w)
         reported = set(running)
         keep = []
@@ -347,26 +354,64 @@ class SandboxManager:
             return False
         self._last_seen[worker_id] = time.monotonic()
         for sid, state, message in statuses:
+            rec = self._records.get(sid) or self.store.get_sandbox(sid)
+            if not self._live_on(worker_id, sid, rec):
+                self._reconcile(worker_id, sid)
+                continue
             if state != State.FAILED:
                 continue  # only failures carry news; the Admin drives every other transition
-            rec = self.store.get_sandbox(sid)
-            if rec is not None and rec.worker_id == worker_id and rec.state == State.RUNNING:
+            if rec is not None and rec.state == State.RUNNING:
                 self._transition(sid, State.FAILED, message or "its processes died")
         return True
 
+    def _live_on(self, worker_id: str, sandbox_id: str, rec: SandboxRecord | None) -> bool:
+        """Whether this Admin wants ``sandbox_id`` to exist on ``worker_id``."""
+        if sandbox_id in self._starts:
+            return True
+        return rec is not None and rec.worker_id == worker_id and rec.state in ALIVE_ON_WORKER
+
+    def _reconcile(self, worker_id: str, sandbox_id: str) -> None:
+        """A worker holds a sandbox this Admin does not consider live (it failed, was deleted or
+        forgotten while the Admin was down — a kill -9 mid-create): remove it from the worker."""
+        if sandbox_id in self._reconciling or sandbox_id in self._cleaning:
+            return
+        self._reconciling.add(sandbox_id)
+
+        async def remove() -> None:
+            try:
+                await self.client(worker_id).remove(sandbox_id, timeout=60)
+                log.info("removed a sandbox the admin does not hold", extra={"sandbox_id": sandbox_id,
+                                                                              "worker_id": worker_id})
+            except (WorkerCallError, AdminError) as e:
+                log.warning("reconcile failed", extra={"sandbox_id": sandbox_id, "detail": str(e)})
+            finally:
+                self._reconciling.discard(sandbox_id)
+
+        self._spawn(remove())
+
     def deregister_worker(self, worker_id: str) -> None:
         if worker_id in self._workers:
-            self._mark_worker_lost(worker_id, f"worker {worker_id} left the cluster")
+            # A worker that leaves removed its sandboxes itself: nothing to wait for.
+            self._mark_worker_lost(worker_id, f"worker {worker_id} left the cluster", grace=False)
 
-    def _mark_worker_lost(self, worker_id: str, reason: str) -> None:
+    def _mark_worker_lost(self, worker_id: str, reason: str, grace: bool = True) -> None:
         w = self._workers[worker_id]
         w.alive = False
         self.store.set_worker_alive(worker_id, False)
         if (c := self._clients.pop(worker_id, None)) is not None:
             self._spawn(c.close())
+        log.warning("worker lost", extra={"worker_id": worker_id, "detail": reason})
+        self._lost_since[worker_id] = time.monotonic()
+        self._lost_reason[worker_id] = reason
+        if not grace or self.config.lost_worker_grace_s == 0:
+            self._lose_sandboxes(worker_id)
+
+    def _lose_sandboxes(self, worker_id: str) -> None:
+        """The lost worker's grace is over: its sandboxes become LOST."""
+        self._lost_since.pop(worker_id, None)
+        reason = self._lost_reason.pop(worker_id, f"worker {worker_id} was lost")
         for rec in self.store.list_sandboxes(worker_id=worker_id, states=ALIVE_ON_WORKER):
             self._transition(rec.id, State.LOST, reason)
-        log.warning("worker lost", extra={"worker_id": worker_id, "detail": reason})
 
     def live_workers(self) -> list[WorkerRecord]:
         return [w for w in self._workers.values() if w.alive]
@@ -383,6 +428,8 @@ class SandboxManager:
         for wid, w in list(self._workers.items()):
             if w.alive and mono - self._last_seen.get(wid, mono) > self.config.worker_lost_after_s:
                 self._mark_worker_lost(wid, f"worker {wid} stopped heart-beating")
+            elif not w.alive and mono - self._lost_since.get(wid, mono) > self.config.lost_worker_grace_s:
+                self._lose_sandboxes(wid)
         for rec in self.store.list_sandboxes(states=[State.PENDING, State.RUNNING, State.STOPPED, State.FAILED,
                                                      State.LOST]):
             if rec.id in self._cleaning or rec.id in self._starts:

@@ -246,7 +246,7 @@ class EgressGateway(rocklet_pb2_grpc.EgressServiceServicer):
         if not ips:
             return Decision(False, reason=f"cannot resolve {host}")
         if problem := connect_problem(ips, port, protected):
-            return Decision(False, reason=f"{host}:{port}: {problem}")
+            return Decision(False, reason=problem)
         return Decision(True, address=ips[0])
 
 
