@@ -52,21 +52,22 @@ def test_commit_then_new_sandbox_sees_the_file(backend, rocklet) -> None:
     name = f"ale-test-commit-{token[:8]}:v1"
     try:
         image, size, digest = backend.commit("c1", name)
-        assert image == name and size > 0 and digest.startswith("sha256:")
+        # A commit is its namespace's snapshot (no namespace here: "default"), never a bare tag.
+        assert image == f"ale-snap/default/{name}" and size > 0 and digest.startswith("sha256:")
         r2 = rocklet(backend.start("c2", SandboxConfig(image=image)))
         assert r2.sh("cat /workspace/marker; cat /workspace/d/y; id -u") == f"{token}\nx\n1000\n"
         labels = json.loads(
             subprocess.run(
-                ["docker", "inspect", "-f", "{{json .Config.Labels}}", name], capture_output=True, text=True
+                ["docker", "inspect", "-f", "{{json .Config.Labels}}", image], capture_output=True, text=True
             ).stdout
         )
         # The image does not carry the old sandbox's identity (a commit can only blank labels).
-        assert labels["ale.committed_from"] == "c1"
+        assert labels["ale.committed_from"] == "c1" and labels["ale.snap.namespace"] == ""
         assert labels.get("ale.sandbox_id", "") == "" and labels.get("ale.worker", "") == ""
     finally:
         backend.remove("c1")
         backend.remove("c2")
-        subprocess.run(["docker", "rmi", "-f", name], capture_output=True)
+        subprocess.run(["docker", "rmi", "-f", f"ale-snap/default/{name}"], capture_output=True)
 
 
 def test_read_only_root_keeps_workdir_writable_and_commits_it(backend, rocklet) -> None:
@@ -86,7 +87,7 @@ def test_read_only_root_keeps_workdir_writable_and_commits_it(backend, rocklet) 
     finally:
         backend.remove("ro1")
         backend.remove("ro2")
-        subprocess.run(["docker", "rmi", "-f", name], capture_output=True)
+        subprocess.run(["docker", "rmi", "-f", f"ale-snap/default/{name}"], capture_output=True)
 
 
 def test_reap_orphans_removes_only_what_is_not_kept(backend, rocklet, docker_ps) -> None:

@@ -62,6 +62,8 @@ def probe_quota(api: Any, errors: Any, image: str) -> tuple[str, bool]:
             image, command=["true"], labels={"ale.transient": "probe"},
             host_config=api.create_host_config(storage_opt={"size": str(2**30)}),
         )["Id"]
+    except errors.ImageNotFound:
+        raise  # says nothing about the engine: the caller reports the unknown image
     except errors.APIError as e:
         log.info("storage driver %s cannot cap a container's disk: %s", driver, e)
         return driver, False
