@@ -93,6 +93,8 @@ class FileOps:
         full = self.resolve(path)
         page_size = min(page_size or 100, MAX_LIST)
         with _os_errors(full):
+            if not os.path.lexists(full):
+                raise RockletError("not_found", f"{full}: no such file or directory", "path")
             if not os.path.isdir(full):
                 raise RockletError("invalid", f"{full} is not a directory", "path")
             names: list[str] = []
