@@ -64,3 +64,4 @@ def wait_until(check: Callable[[], Any], timeout: float = 10.0, what: str = "con
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+

@@ -79,7 +79,7 @@ def policy(p: sandbox_pb2.NetworkPolicy, field: str, protected: Sequence[Endpoin
         if rule.port > 65535:
             raise invalid(f"{field}.allow[{i}].port", "must be at most 65535")
         if problem := rule_problem(rule.host, rule.port, protected):
-            raise invalid(f"{field}.allow[{i}]", f"{field}.allow[{i}]: {problem}")
+            raise invalid(f"{field}.allow[{i}]", problem)  # reads "<field>: 127.0.0.1:7701 is loopback"
 
 
 def create_spec(

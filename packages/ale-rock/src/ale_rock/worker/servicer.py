@@ -129,7 +129,7 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             if rule.port > 65535:
                 _invalid(context, f"{field}[{i}].port", "a port in 0..65535")
             if problem := rule_problem(rule.host, rule.port, self.egress_protected):
-                _invalid(context, f"{field}[{i}]", f"{field}[{i}]: {problem}")
+                _invalid(context, f"{field}[{i}]", problem)
             rules.append(Rule(host=rule.host, port=rule.port))
         return rules
 
