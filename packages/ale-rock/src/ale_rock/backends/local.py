@@ -166,9 +166,13 @@ class LocalBackend:
         self.cgroup_parent = (
             "ale-" + hashlib.sha256(str(config.state_dir.resolve()).encode()).hexdigest()[:10]
         )
+        # Ours alone: 0755 whatever the umask, so every sandbox uid reaches the stage mount point.
+        config.host_run_dir.mkdir(parents=True, exist_ok=True)
+        config.host_run_dir.chmod(0o755)
         self.uids = UidPool(config.uid_range_start, config.uid_range_size, config.host_run_dir / "uids")
         self.stage_dir = config.host_run_dir / "stage"
-        self.stage_dir.mkdir(mode=0o755, exist_ok=True)
+        self.stage_dir.mkdir(exist_ok=True)
+        self.stage_dir.chmod(0o755)
         if not reachable(self.stage_dir):
             raise ValueError(f"host_run_dir: {self.stage_dir} must be reachable by every uid (o+x)")
         self._lock = threading.Lock()

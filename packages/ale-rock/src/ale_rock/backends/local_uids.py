@@ -87,16 +87,18 @@ class UidPool:
 
 
 def pids_of_uid(uid: int) -> list[int]:
-    """Processes whose real, effective or saved uid is ``uid``."""
+    """Live processes (zombies excluded) whose real, effective or saved uid is ``uid``."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(OSError, ValueError, IndexError):
-                for line in Path(f"/proc/{entry}/status").read_text().splitlines():
-                    if line.startswith("Uid:"):
-                        if uid in {int(v) for v in line.split()[1:4]}:
-                            found.append(int(entry))
-                        break
+                fields = dict(
+                    line.split(":", 1) for line in Path(f"/proc/{entry}/status").read_text().splitlines()
+                )
+                if fields["State"].split()[0] in ("Z", "X"):
+                    continue  # dead, waiting for its parent: nothing runs any more
+                if uid in {int(v) for v in fields["Uid"].split()[:3]}:
+                    found.append(int(entry))
     return found
 
 
