@@ -4,10 +4,12 @@ the bound-in Unix socket, allowed hosts only."""
 from __future__ import annotations
 
 import http.server
+import importlib.util
 import shutil
 import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ale_rock.backends.base import SandboxConfig
@@ -19,11 +21,20 @@ VIA_PROXY = (
     "import os, socket, sys\n"
     "port = os.environ['HTTP_PROXY'].rsplit(':', 1)[1]\n"
     "s = socket.create_connection(('127.0.0.1', int(port)), timeout=20)\n"
-    "s.sendall(('GET http://127.0.0.1:%s/ HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n' % sys.argv[1]).encode())\n"
+    "s.sendall(('GET http://%s:%s/ HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n' % (sys.argv[1], sys.argv[2])).encode())\n"
     "data = b''\n"
     "while chunk := s.recv(65536): data += chunk\n"
     "print(data.decode(errors='replace'))\n"
 )
+
+
+def _load_egress_fixtures() -> Any:
+    path = Path(__file__).parents[1] / "redteam" / "_egress_fixtures.py"
+    spec = importlib.util.spec_from_file_location("ale_rock_tests_docker_egress_fixtures", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):
@@ -47,10 +58,15 @@ def test_allowed_host_through_the_gateway_and_denied_otherwise(base_image, rockl
     root = Path("/tmp/ale-dt") / worker
     gateway = EgressGateway()
     gateway.start(root / "egress" / "egress.sock")
-    allowed = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    # The allowed destination is "another machine" (a network namespace): the host's own loopback
+    # is never a destination, whatever the policy says.
+    fixtures = _load_egress_fixtures()
+    if fixtures.problem():
+        pytest.skip(fixtures.problem())
+    remote = fixtures.remote_http_server()
+    far_ip, far_port = remote.__enter__()
     denied = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    for srv in (allowed, denied):
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=denied.serve_forever, daemon=True).start()
     backend = DockerBackend(
         DockerBackendConfig(
             worker=worker,
@@ -62,11 +78,12 @@ def test_allowed_host_through_the_gateway_and_denied_otherwise(base_image, rockl
     )
     try:
         h = backend.start("eg1", SandboxConfig())
-        gateway.register("eg1", h.extra["egress_token"], [Rule("127.0.0.1", allowed.server_address[1])])
+        gateway.register("eg1", h.extra["egress_token"],
+                         [Rule(far_ip, far_port), Rule("127.0.0.1", denied.server_address[1])])
         r = rocklet(h)
-        ok = r.sh(f'python3 -c "{VIA_PROXY}" {allowed.server_address[1]}', timeout_ms=60_000)
-        assert "200" in ok.splitlines()[0] and "hello-from-the-host" in ok
-        no = r.exec(f'python3 -c "{VIA_PROXY}" {denied.server_address[1]}', timeout_ms=60_000)
+        ok = r.sh(f'python3 -c "{VIA_PROXY}" {far_ip} {far_port}', timeout_ms=60_000)
+        assert "200" in ok.splitlines()[0] and "hello from afar" in ok
+        no = r.exec(f'python3 -c "{VIA_PROXY}" 127.0.0.1 {denied.server_address[1]}', timeout_ms=60_000)
         assert b"hello-from-the-host" not in no.stdout
         assert any(e.kind == "egress_blocked" for e in gateway.safety.get("eg1")[1])
         # The gateway's socket dir is bound read-only: the sandbox cannot replace the door.
@@ -75,7 +92,7 @@ def test_allowed_host_through_the_gateway_and_denied_otherwise(base_image, rockl
         backend.reap_orphans(set())
         backend.close()
         gateway.stop()
-        allowed.shutdown()
+        remote.__exit__(None, None, None)
         denied.shutdown()
         (root / "sb").rmdir()  # fails unless every sandbox dir is gone
         shutil.rmtree(root)
