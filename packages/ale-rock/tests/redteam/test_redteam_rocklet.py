@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -56,6 +57,44 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Box]:
         b.channel.close()
         backend.remove(sid)
     finally:
+        backend.close()
+
+
+def _docker_problem() -> str:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        client.ping()
+        client.close()
+    except Exception as e:  # noqa: BLE001 - any failure means "no engine"
+        return f"no Docker engine reachable: {e}"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def docker_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Box]:
+    """The same attacks against a Docker sandbox (memory=256Mi, the Rocklet from this checkout)."""
+    problem = _docker_problem()
+    if problem:
+        pytest.skip(problem)
+    from ale_rock.backends.docker import DockerBackend, DockerBackendConfig
+
+    repo = Path(__file__).resolve().parents[4]
+    subprocess.run(["bash", str(repo / "scripts" / "build_base_image.sh")], check=True, timeout=900)
+    worker = f"rt{uuid.uuid4().hex[:8]}"
+    backend = DockerBackend(
+        DockerBackendConfig(worker=worker, root_dir=Path("/tmp/ale-dt") / worker, pool_size=0)
+    )
+    sid = f"rt-{uuid.uuid4().hex[:8]}"
+    try:
+        handle = backend.start(sid, SandboxConfig(limits=Limits(memory_bytes=256 * MiB)))
+        b = _Box(handle.rocklet_socket)
+        yield b
+        b.channel.close()
+        backend.remove(sid)
+    finally:
+        backend.reap_orphans(set())
         backend.close()
 
 
@@ -201,3 +240,21 @@ def test_garbage_upload_stream_gets_invalid_argument(box: _Box) -> None:
     with pytest.raises(grpc.RpcError) as e:
         call(iter([b"\xff\xff\xff"]), timeout=10)
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value
+
+
+# -- the same on the Docker backend ---------------------------------------------------------------
+
+
+@pytest.mark.docker
+def test_docker_1g_of_output_leaves_the_rocklet_alive(docker_box: _Box) -> None:
+    test_1g_of_output_neither_kills_the_rocklet_nor_fills_its_memory(docker_box)
+
+
+@pytest.mark.docker
+def test_docker_timeout_kills_every_descendant_even_setsid_ones(docker_box: _Box) -> None:
+    test_timeout_kills_every_descendant_even_setsid_ones(docker_box)
+
+
+@pytest.mark.docker
+def test_docker_a_command_cannot_ptrace_or_read_its_rocklet(docker_box: _Box) -> None:
+    test_a_command_cannot_ptrace_or_read_its_rocklet(docker_box)
