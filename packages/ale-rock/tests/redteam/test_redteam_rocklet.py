@@ -258,3 +258,17 @@ def test_docker_timeout_kills_every_descendant_even_setsid_ones(docker_box: _Box
 @pytest.mark.docker
 def test_docker_a_command_cannot_ptrace_or_read_its_rocklet(docker_box: _Box) -> None:
     test_a_command_cannot_ptrace_or_read_its_rocklet(docker_box)
+
+
+def test_a_memory_bomb_is_killed_not_the_rocklet_and_the_result_says_so(box: _Box) -> None:
+    # Touch every page: 512 MiB in a 256 MiB sandbox. Commands run at oom_score_adj 1000, so the
+    # OOM killer takes the command.
+    r = box.sh("exec /usr/bin/python3 -c 'x = bytearray(512 << 20); print(len(x))'", timeout_ms=30000)
+    assert r.signal == 9 and r.oom_killed, r
+    assert box.sh("cat /proc/self/oom_score_adj").stdout == b"1000\n"
+    assert box.sh("echo alive").stdout == b"alive\n"
+
+
+@pytest.mark.docker
+def test_docker_a_memory_bomb_is_killed_not_the_rocklet(docker_box: _Box) -> None:
+    test_a_memory_bomb_is_killed_not_the_rocklet_and_the_result_says_so(docker_box)
