@@ -16,11 +16,12 @@ from ale_rock.admin.convert import (
     state_from_pb,
     state_to_pb,
 )
-from ale_rock.admin.errors import invalid
+from ale_rock.admin.errors import AdminError, Code, invalid
 from ale_rock.admin.forward import ForwardingMixin
 from ale_rock.admin.manager import CreateRequest, SandboxManager
 from ale_rock.admin.rpc import remaining, streaming, unary
 from ale_rock.admin.state import State
+from ale_rock.backends.docker_snap import foreign_snapshot
 
 
 class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
@@ -54,6 +55,8 @@ class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
         ns = self._ns(context)
         v.request_id(request.request_id)
         spec = v.create_spec(request.spec, self.m.config, self.m.egress_protected())
+        if foreign_snapshot(spec.image, ns):  # another namespace's snapshot: absent for this one
+            raise AdminError(Code.NOT_FOUND, f"image {spec.image!r} not found", field="spec.image")
         if not self._resolve_image(spec) and not self.m.is_known_image(spec.image):
             raise invalid("spec.image", f"unknown image {spec.image!r}")
         rec = await self.m.create(
