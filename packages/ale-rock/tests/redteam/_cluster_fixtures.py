@@ -24,8 +24,9 @@ def need_local_backend() -> None:
         pytest.skip("needs bubblewrap and root")
 
 
-def start_cluster(workdir: Path, **admin: Any) -> LocalCluster:
-    cluster = LocalCluster(workers=0, worker_argv=real_worker_argv({"pool_size": 1, "retry_interval_s": 0.2}),
+def start_cluster(workdir: Path, pool_size: int = 1, **admin: Any) -> LocalCluster:
+    argv = real_worker_argv({"pool_size": pool_size, "retry_interval_s": 0.2})
+    cluster = LocalCluster(workers=0, worker_argv=argv,
                            admin_config={**FAST_ADMIN, **admin}, workdir=workdir)
     try:
         cluster.start()

@@ -12,7 +12,6 @@ import os
 import signal
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,8 @@ fx = _load("_cluster_fixtures")
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     fx.need_local_backend()
-    c = fx.start_cluster(tmp_path_factory.mktemp("redteam-leaks"))
+    # No warm pool: a create is a cold start (~1 s), a window to kill the admin in.
+    c = fx.start_cluster(tmp_path_factory.mktemp("redteam-leaks"), pool_size=0)
     yield c
     c.stop()
 
@@ -59,16 +59,18 @@ def _admin_state(cluster: LocalCluster, sandbox_id: str) -> str:
 
 def test_kill_9_of_the_admin_mid_create_leaves_no_sandbox_on_the_worker(cluster: LocalCluster) -> None:
     before = _on_worker(cluster)
+    slots = cluster.worker_state_dir("w1") / "sandboxes"
+    known = set(slots.iterdir())
     creating = threading.Thread(
         target=lambda: _swallow(lambda: Sandbox.create(client=cluster.client(timeout=20), ttl=600)), daemon=True)
     creating.start()
-    # kill -9 the admin the moment it has recorded the create (PENDING), while the worker starts it.
-    pending = _poll_pending(cluster)
+    # kill -9 the admin once the worker has begun starting the sandbox (its directory appears).
+    fx.wait_until(lambda: set(slots.iterdir()) - known, timeout=20, what="the worker to begin the start")
     cluster.kill_admin(signal.SIGKILL)
+    (pending,) = _pending(cluster)  # the admin died with the create in flight
     creating.join(timeout=30)
-    # The worker finished the start nobody waits for any more: without reconciliation, an orphan.
-    fx.wait_until(lambda: pending in _on_worker(cluster) or _admin_state(cluster, pending) != "PENDING",
-                  timeout=20, what="the start to finish on the worker")
+    # The worker finishes the start nobody waits for any more: without reconciliation, an orphan.
+    fx.wait_until(lambda: pending in _on_worker(cluster), timeout=20, what="the start to finish on the worker")
     cluster.start_admin()
     # Within about one heartbeat (0.2 s here) the worker is told to drop what the admin does not hold.
     fx.wait_until(lambda: pending not in _on_worker(cluster), timeout=5, what="the orphan removed")
@@ -76,14 +78,9 @@ def test_kill_9_of_the_admin_mid_create_leaves_no_sandbox_on_the_worker(cluster:
     assert pending not in before
 
 
-def _poll_pending(cluster: LocalCluster, timeout: float = 20.0) -> str:
-    deadline = time.monotonic() + timeout
+def _pending(cluster: LocalCluster) -> list[str]:
     with sqlite3.connect(str(cluster.dir / "admin.db"), timeout=5) as db:
-        while time.monotonic() < deadline:
-            row = db.execute("SELECT id FROM sandboxes WHERE state = 'PENDING'").fetchone()
-            if row:
-                return str(row[0])
-    raise AssertionError("the create never showed up as PENDING")
+        return [str(r[0]) for r in db.execute("SELECT id FROM sandboxes WHERE state = 'PENDING'")]
 
 
 def test_a_worker_silent_past_the_timeout_keeps_its_sandboxes_within_the_grace(cluster: LocalCluster) -> None:

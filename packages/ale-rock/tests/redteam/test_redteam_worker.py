@@ -58,21 +58,25 @@ def _unauthenticated(call: Any) -> None:
     assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, e.value
 
 
+def _attack(ws: Any, rs: Any, md: list[tuple[str, str]], victim_id: str) -> None:
+    """List, exec in the victim (only ale-sandbox-id), create and remove, with credential ``md``."""
+    spec = sandbox_pb2.ExecSpec(command="cat /workspace/secret.txt")
+    sid = [("ale-sandbox-id", victim_id), *md]
+    start = worker_pb2.StartSandboxRequest(sandbox_id="evil-1", spec=sandbox_pb2.SandboxSpec())
+    _unauthenticated(lambda: ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest(), metadata=md, timeout=10))
+    _unauthenticated(lambda: rs.Exec(rocklet_pb2.RockletServiceExecRequest(spec=spec), metadata=sid, timeout=10))
+    _unauthenticated(lambda: rs.ExecStream(rocklet_pb2.RockletServiceExecStreamRequest(spec=spec), metadata=sid,
+                                           timeout=10))
+    _unauthenticated(lambda: ws.StartSandbox(start, metadata=md, timeout=10))
+    _unauthenticated(lambda: ws.RemoveSandbox(worker_pb2.RemoveSandboxRequest(sandbox_id=victim_id), metadata=md,
+                                              timeout=10))
+
+
 def test_worker_rpcs_without_the_worker_credential_are_unauthenticated(cluster: LocalCluster, victim: Sandbox) -> None:
     worker = fx.worker_of(cluster)
-    exec_req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(command="cat /workspace/secret.txt"))
-    start_req = worker_pb2.StartSandboxRequest(sandbox_id="evil-1", spec=sandbox_pb2.SandboxSpec())
     for md in ([], [(WORKER_SECRET_METADATA, "wrong-" + worker["secret"][6:])], [(WORKER_SECRET_METADATA, "")]):
         with grpc.insecure_channel(worker["address"]) as ch:
-            ws, rs = worker_pb2_grpc.WorkerServiceStub(ch), rocklet_pb2_grpc.RockletServiceStub(ch)
-            sid = [("ale-sandbox-id", victim.id)]
-            _unauthenticated(lambda: ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest(), metadata=md, timeout=10))
-            _unauthenticated(lambda: rs.Exec(exec_req, metadata=[*sid, *md], timeout=10))
-            _unauthenticated(lambda: rs.ExecStream(rocklet_pb2.RockletServiceExecStreamRequest(spec=exec_req.spec),
-                                                   metadata=[*sid, *md], timeout=10))
-            _unauthenticated(lambda: ws.StartSandbox(start_req, metadata=md, timeout=10))
-            _unauthenticated(lambda: ws.RemoveSandbox(worker_pb2.RemoveSandboxRequest(sandbox_id=victim.id),
-                                                      metadata=md, timeout=10))
+            _attack(worker_pb2_grpc.WorkerServiceStub(ch), rocklet_pb2_grpc.RockletServiceStub(ch), md, victim.id)
     # The same calls with the admin's credential work: the refusals above are the credential's doing.
     with worker_channel(worker["address"], worker["secret"]) as ch:
         listed = worker_pb2_grpc.WorkerServiceStub(ch).ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest(), timeout=10)

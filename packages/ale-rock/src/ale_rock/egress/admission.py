@@ -65,12 +65,11 @@ def local_addresses() -> frozenset[str]:
                     last = text[3:].strip()
                 elif text.startswith("/32 host LOCAL") and last:
                     found.add(last)
-    with contextlib.suppress(OSError):
-        with open("/proc/net/if_inet6") as f:
-            for line in f:
-                raw = line.split()[0] if line.split() else ""
-                if len(raw) == 32:
-                    found.add(str(ipaddress.IPv6Address(int(raw, 16))))
+    with contextlib.suppress(OSError), open("/proc/net/if_inet6") as f:
+        for line in f:
+            raw = line.split()[0] if line.split() else ""
+            if len(raw) == 32:
+                found.add(str(ipaddress.IPv6Address(int(raw, 16))))
     with contextlib.suppress(OSError):
         for info in socket.getaddrinfo(socket.gethostname(), None):
             found.add(str(info[4][0]).split("%", 1)[0])

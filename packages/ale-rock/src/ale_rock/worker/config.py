@@ -28,9 +28,6 @@ class WorkerConfig(BaseModel):
     secret_file: Path | None = None
     """Also write this start's worker credential to this file (0600) for local tools; None keeps it
     in memory only (the admin learns it at RegisterWorker). A new one is drawn at every start."""
-    secret_file: Path | None = None
-    """Also write this start's worker credential to this file (0600) for local tools; None keeps it
-    in memory only (the admin learns it at RegisterWorker). A new one is drawn at every start."""
     worker_id: str = Field(default_factory=socket.gethostname)
     """Stable id of this worker."""
     backend: Literal["local", "docker"] = "local"
