@@ -24,6 +24,8 @@ import grpc
 from ale_proto.errors import abort, make_error
 from ale_proto.v1 import common_pb2
 
+from ale_rock.grpc_options import channel_options
+
 WORKER_SECRET_METADATA = "ale-worker-secret"
 """Metadata key of the worker credential."""
 GUARDED_PREFIXES = ("/ale.v1.WorkerService/", "/ale.v1.RockletService/")
@@ -142,5 +144,5 @@ class _Details(grpc.ClientCallDetails):
 
 def worker_channel(address: str, secret: str, options: Sequence[tuple[str, Any]] | None = None) -> grpc.Channel:
     """A synchronous channel to a worker that sends ``secret`` on every call (tools, tests, bench)."""
-    channel = grpc.insecure_channel(address, options=options)
+    channel = grpc.insecure_channel(address, options=list(options) if options is not None else channel_options())
     return grpc.intercept_channel(channel, _AddSecret(secret))
