@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from ale_rock.envs.sandbox import SdkProvider
 from ale_rock.envs.terminal import find_task
-from ale_rock.proxy import ModelProxyConfig, run_agent_episode, serve_model_proxy
+from ale_rock.episode import CommandAgent, run_episode
+from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
+from ale_rock.sdk.model_proxy import ModelProxyClient
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed"
@@ -97,19 +99,19 @@ def test_agent_in_sandbox_uses_only_its_own_episode(stack: Any) -> None:
         "agent.py": AGENT,
         "other.json": json.dumps({"base_url": other.base_url, "api_key": other.api_key}).encode(),
     }
-    result = run_agent_episode(
-        find_task("csv-sales-rollup"),
-        "python3 agent.py",
-        proxy_address=proxy.grpc_address,
-        provider=provider,
-        upstream="openai",
-        upstream_target=upstream,
-        model="m",
-        agent_files=files,
-        budget_s=60,
-    )
-    assert result.agent_exit_code == 0, result.agent_output
-    out = json.loads(result.agent_output.strip().splitlines()[-1])
+    with ModelProxyClient(proxy.grpc_address) as client:
+        result = run_episode(
+            find_task("csv-sales-rollup"),
+            CommandAgent("python3 agent.py", files),
+            proxy=client,
+            provider=provider,
+            upstream="openai",
+            target=upstream,
+            model="m",
+            budget_s=60,
+        )
+    assert result.agent is not None and result.agent.exit_code == 0, result
+    out = json.loads(result.agent.output.strip().splitlines()[-1])
     assert out["own"] == "echo: hello"  # reached through the gateway, as model-proxy
     assert out["mixed"] == "HTTP 403"  # another episode's key under this episode's URL
     assert [r.request["messages"][-1]["content"] for r in result.records] == ["hello"]

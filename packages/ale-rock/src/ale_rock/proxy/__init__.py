@@ -2,17 +2,14 @@
 credentials, forwarding to an InferenceService, an OpenAI-compatible API or a recording, and
 recording every call with exact token ids and logprobs."""
 
-from ale_rock.proxy.episode import AgentEpisodeResult, run_agent_episode
 from ale_rock.proxy.records import CallRecord, load_records, save_records
 from ale_rock.proxy.service import ModelProxyConfig, ModelProxyServer, serve_model_proxy
 
 __all__ = [
-    "AgentEpisodeResult",
     "CallRecord",
     "ModelProxyConfig",
     "ModelProxyServer",
     "load_records",
-    "run_agent_episode",
     "save_records",
     "serve_model_proxy",
 ]
