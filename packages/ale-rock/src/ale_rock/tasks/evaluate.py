@@ -6,14 +6,30 @@ import re
 import shlex
 from pathlib import Path
 
-from ale_rock.tasks.models import SETUP_DIR, SOLUTION_DIR, TESTS_DIR, Task, TestReport, TestResult
+from ale_rock.tasks.environment import apply_environment, exports
+from ale_rock.tasks.models import (
+    SETUP_DIR,
+    SOLUTION_DIR,
+    TESTS_DIR,
+    Files,
+    Task,
+    TaskFormat,
+    TestReport,
+    TestResult,
+    VerifierKind,
+)
 from ale_rock.tasks.runner import CommandResult, TaskRunner
+from ale_rock.tasks.verify import path_map, resolve_placeholder, reward_command, reward_report, rewrite
 
 SETUP_SCRIPT = "setup.sh"
 SOLVE_SCRIPT = "solve.sh"
 TESTLIB_NAME = "ale_testlib.py"
 
 _LINE = re.compile(r"^(PASS|FAIL)\s+([A-Za-z0-9_.:/\[\]-]+)(?::\s*(.*))?$")
+# pytest's "-rA" summary ("PASSED tests/t.py::test_a", "FAILED tests/t.py::test_b - why") and
+# its verbose lines ("tests/t.py::test_a PASSED [ 50%]").
+_PYTEST_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR)\s+(\S+::\S+)(?:\s+-\s+(.*))?$")
+_PYTEST_VERBOSE = re.compile(r"^(\S+::\S+)\s+(PASSED|FAILED|ERROR)\b")
 
 
 class TaskPhaseError(RuntimeError):
@@ -31,19 +47,39 @@ def _testlib_source() -> bytes:
     return (Path(__file__).parent / "testlib.py").read_bytes()
 
 
+def _pytest_name(nodeid: str) -> str:
+    path, _, name = nodeid.partition("::")
+    return f"{path.rsplit('/', 1)[-1]}::{name}"
+
+
 def parse_test_output(output: str) -> list[TestResult]:
-    """Per-test results from ``PASS name`` / ``FAIL name: reason`` lines; the last line per name wins."""
+    """Per-test results from ``PASS name`` / ``FAIL name: reason`` lines, or pytest's ``-rA`` /
+    verbose lines; the last line per name wins."""
     results: dict[str, TestResult] = {}
     for line in output.splitlines():
-        m = _LINE.match(line.strip())
+        text = line.strip()
+        m = _LINE.match(text)
         if m:
             results[m.group(2)] = TestResult(m.group(2), m.group(1) == "PASS", (m.group(3) or "").strip())
+            continue
+        p = _PYTEST_SUMMARY.match(text)
+        if p:
+            name = _pytest_name(p.group(2))
+            results[name] = TestResult(name, p.group(1) == "PASSED", (p.group(3) or "").strip())
+            continue
+        v = _PYTEST_VERBOSE.match(text)
+        if v and _pytest_name(v.group(1)) not in results:
+            name = _pytest_name(v.group(1))
+            results[name] = TestResult(name, v.group(2) == "PASSED", "")
     return list(results.values())
 
 
 def setup_task(task: Task, runner: TaskRunner) -> None:
-    """Start an episode: an empty work dir with the task's setup files, then ``setup.sh`` if any."""
+    """Start an episode: an empty work dir with the task's environment (the Dockerfile's steps when
+    its image was not built) and setup files, then ``setup.sh`` if any. A multi-step task's own
+    step setups run later, before each step (:func:`ale_rock.tasks.trial.setup_step`)."""
     runner.reset()
+    apply_environment(task, runner)
     files = {k: v for k, v in task.setup.items() if k != SETUP_SCRIPT}
     if files:
         runner.upload(files)
@@ -56,7 +92,15 @@ def setup_task(task: Task, runner: TaskRunner) -> None:
 
 def apply_solution(task: Task, runner: TaskRunner) -> None:
     """Apply the reference solution: run ``solve.sh`` with the other solution files beside it in
-    ``.ale_solution/``, or, without a ``solve.sh``, copy the solution files into the work dir."""
+    ``.ale_solution/``, or, without a ``solve.sh``, copy the solution files into the work dir.
+    A multi-step task's solutions are applied one step after the other."""
+    if task.format != TaskFormat.ALE:
+        if task.steps:
+            for step in task.steps:
+                run_solution(task, runner, step.solution, step.agent_timeout_s, f"steps/{step.name}/solution/solve.sh")
+        else:
+            run_solution(task, runner, task.solution, task.spec.limits.setup_s, "solution/solve.sh")
+        return
     if SOLVE_SCRIPT not in task.solution:
         runner.upload(task.solution)
         return
@@ -67,12 +111,38 @@ def apply_solution(task: Task, runner: TaskRunner) -> None:
         raise TaskPhaseError("solution/solve.sh", res)
 
 
+def run_solution(task: Task, runner: TaskRunner, solution: Files, timeout_s: float, what: str) -> None:
+    """Harbor / Terminal-Bench: ``solve.sh`` from ``.ale_solution/`` (its absolute paths mapped)."""
+    if SOLVE_SCRIPT not in solution:
+        raise TaskPhaseError(what, CommandResult(exit_code=127, output=f"{what} does not exist"))
+    runner.upload({f"{SOLUTION_DIR}/{k}": v for k, v in rewrite(solution, path_map(task)).items()})
+    cmd = f"{resolve_placeholder(SOLUTION_DIR)}{exports(task)}bash {SOLUTION_DIR}/{SOLVE_SCRIPT} < /dev/null; rc=$?; "
+    res = runner.run(cmd + f'cd "$W"; rm -rf {SOLUTION_DIR}; exit $rc', timeout_s)
+    if res.exit_code != 0 or res.timed_out:
+        raise TaskPhaseError(what, res)
+
+
 def run_tests(task: Task, runner: TaskRunner) -> TestReport:
-    """Copy the hidden tests in, run the test command, parse per-test results, remove the tests."""
-    files = {f"{TESTS_DIR}/{k}": v for k, v in task.tests.items()}
-    files[f"{TESTS_DIR}/{TESTLIB_NAME}"] = _testlib_source()
+    """Copy the hidden tests in, run the test command, parse per-test results, remove the tests.
+
+    Harbor tasks: ``tests/test.sh``, the reward from the reward files (a multi-step task's steps
+    are verified in order and their rewards combined); Terminal-Bench: pytest lines."""
+    if task.verifier.kind == VerifierKind.REWARD_FILE:
+        if task.steps:
+            from ale_rock.tasks.trial import aggregate, run_step_tests
+
+            return aggregate(task, [(s, run_step_tests(task, s, runner)) for s in task.steps])
+        return run_reward_tests(task, runner, task.tests, task.spec.limits.test_s, task.verifier.env)
+    if task.format != TaskFormat.ALE:
+        files = {f"{TESTS_DIR}/{k}": v for k, v in rewrite(task.tests, path_map(task)).items()}
+        prefix = resolve_placeholder(TESTS_DIR) + exports(task, task.verifier.env)
+        tail = f'; rc=$?; cd "$W"; rm -rf {shlex.quote(TESTS_DIR)}; exit $rc'
+    else:
+        files = {f"{TESTS_DIR}/{k}": v for k, v in task.tests.items()}
+        files[f"{TESTS_DIR}/{TESTLIB_NAME}"] = _testlib_source()
+        prefix, tail = "", f"; rc=$?; rm -rf {shlex.quote(TESTS_DIR)}; exit $rc"
     runner.upload(files)
-    cmd = f"{task.spec.test_command}; rc=$?; rm -rf {shlex.quote(TESTS_DIR)}; exit $rc"
+    cmd = f"{prefix}{task.spec.test_command}{tail}"
     res = runner.run(cmd, task.spec.limits.test_s)
     tests = parse_test_output(res.output)
     if not tests and not res.timed_out:
@@ -87,8 +157,19 @@ def run_tests(task: Task, runner: TaskRunner) -> TestReport:
     )
 
 
+def run_reward_tests(task: Task, runner: TaskRunner, tests: Files, timeout_s: float, env: dict[str, str]) -> TestReport:
+    """Harbor's verifier: ``tests/`` in (paths mapped), ``test.sh``, the reward files read."""
+    runner.upload({f"{TESTS_DIR}/{k}": v for k, v in rewrite(tests, path_map(task)).items()})
+    res = runner.run(reward_command(f"bash {TESTS_DIR}/test.sh", exports(task, env)), timeout_s)
+    return reward_report(res, parse_test_output(res.output.rsplit("@@ALE_REWARD_TXT@@", 1)[0]))
+
+
 def evaluate_reference(task: Task, runner: TaskRunner) -> TestReport:
-    """Setup, apply the reference solution, run the tests."""
+    """Setup, apply the reference solution, run the tests (multi-step: step by step)."""
+    if task.steps:
+        from ale_rock.tasks.trial import run_trial
+
+        return run_trial(task, runner, solution=True)
     setup_task(task, runner)
     apply_solution(task, runner)
     return run_tests(task, runner)
@@ -96,5 +177,9 @@ def evaluate_reference(task: Task, runner: TaskRunner) -> TestReport:
 
 def evaluate_noop(task: Task, runner: TaskRunner) -> TestReport:
     """Setup, do nothing, run the tests: what an agent that gives up gets."""
+    if task.steps:
+        from ale_rock.tasks.trial import run_trial
+
+        return run_trial(task, runner)
     setup_task(task, runner)
     return run_tests(task, runner)

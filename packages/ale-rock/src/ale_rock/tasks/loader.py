@@ -11,6 +11,8 @@ from pydantic import ValidationError
 from ale_rock.tasks.models import Files, Task, TaskSpec
 
 TASK_FILE = "task.yaml"
+HARBOR_FILE = "task.toml"
+TASK_MARKERS = (HARBOR_FILE, TASK_FILE)
 MAX_TASK_BYTES = 8 * 1024 * 1024  # tasks ship as package data; anything bigger is a mistake
 
 
@@ -56,12 +58,27 @@ def _read_tree(root: Path) -> Files:
 
 
 def load_task(path: Path | str) -> Task:
-    """Load a task directory (``task.yaml`` + ``setup/``, ``tests/``, ``solution/``)."""
+    """Load any supported task directory into a :class:`Task`: a Harbor task (``task.toml``), a
+    Terminal-Bench task (``task.yaml`` with ``instruction``) or ours (``task.yaml`` + ``setup/``,
+    ``tests/``, ``solution/``). A :class:`TaskFormatError` names the file and the field."""
     root = Path(path)
+    if (root / HARBOR_FILE).is_file():
+        from ale_rock.tasks.harbor import load_harbor_task
+
+        return load_harbor_task(root)
     spec_path = root / TASK_FILE
     if not spec_path.is_file():
-        raise TaskFormatError(root, [f"no {TASK_FILE} in this directory"])
-    spec = parse_spec(spec_path.read_text(encoding="utf-8"), spec_path)
+        raise TaskFormatError(root, [f"no {HARBOR_FILE} (Harbor) or {TASK_FILE} (ALE, Terminal-Bench) in this directory"])
+    text = spec_path.read_text(encoding="utf-8")
+    from ale_rock.tasks.terminal_bench import is_terminal_bench, load_terminal_bench_task
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise TaskFormatError(spec_path, [f"invalid YAML: {e}"]) from None
+    if is_terminal_bench(data):
+        return load_terminal_bench_task(root, data, spec_path)
+    spec = parse_spec(text, spec_path)
     task = Task(
         spec=spec,
         setup=_read_tree(root / "setup"),
@@ -104,14 +121,22 @@ def write_task(task: Task, dest: Path | str) -> Path:
     return root
 
 
+def is_task_dir(path: Path) -> bool:
+    """The directory holds a ``task.toml`` or ``task.yaml``."""
+    return any((path / m).is_file() for m in TASK_MARKERS)
+
+
 def iter_task_dirs(root: Path | str) -> Iterator[Path]:
-    """Every directory under ``root`` (or ``root`` itself) holding a ``task.yaml``, sorted."""
+    """Every task directory (``task.toml`` or ``task.yaml``) under ``root`` (or ``root`` itself),
+    sorted; a task's own subdirectories are not searched."""
     base = Path(root)
-    if (base / TASK_FILE).is_file():
+    if is_task_dir(base):
         yield base
         return
-    for spec in sorted(base.rglob(TASK_FILE)):
-        yield spec.parent
+    if not base.is_dir():
+        return
+    for child in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        yield from iter_task_dirs(child)
 
 
 def builtin_suite_dir() -> Path:

@@ -124,6 +124,123 @@ Files = dict[str, bytes]
 """Relative path -> content."""
 
 
+class TaskFormat(str, Enum):
+    """Which on-disk format a task was loaded from."""
+
+    ALE = "ale"
+    """Our ``task.yaml`` (PASS/FAIL lines from ``test_command``)."""
+    HARBOR = "harbor"
+    """Harbor: ``task.toml`` + ``instruction.md`` + ``environment/`` + ``tests/test.sh`` (reward files)."""
+    TERMINAL_BENCH = "terminal-bench"
+    """Terminal-Bench 1: ``task.yaml`` with ``instruction`` + ``run-tests.sh`` + pytest output."""
+
+
+class NetworkMode(str, Enum):
+    """Egress of the sandbox a task runs in."""
+
+    NO_NETWORK = "no-network"
+    ALLOWLIST = "allowlist"
+    PUBLIC = "public"
+    """Accepted in files; ALE has no open egress, so it runs as ``no-network`` (logged)."""
+
+
+@dataclass
+class DockerStep:
+    """One instruction of an environment Dockerfile (``FROM``, ``WORKDIR``, ``ENV``, ``COPY``, ``RUN``...)."""
+
+    line: int
+    """1-based line in the Dockerfile where the instruction starts."""
+    op: str
+    """The instruction, upper case."""
+    args: str
+    """Everything after the instruction, continuation lines joined."""
+
+    def describe(self) -> str:
+        text = " ".join(self.args.split())
+        return f"Dockerfile line {self.line}: {self.op} {text[:120]}"
+
+
+@dataclass
+class TaskEnvironment:
+    """Where a task runs: image or Dockerfile, resources, work dir, env, network."""
+
+    docker_image: str | None = None
+    """A ready image (Harbor ``[environment].docker_image``)."""
+    dockerfile: str | None = None
+    """The Dockerfile's text (``environment/Dockerfile``), if any."""
+    dockerfile_steps: list[DockerStep] = field(default_factory=list)
+    """Its parsed instructions."""
+    context: Files = field(default_factory=dict)
+    """The build context (``environment/``), for ``COPY``."""
+    workdir: str | None = None
+    """Absolute work dir the task expects (``[environment].workdir`` or the Dockerfile's WORKDIR);
+    ``None``: the sandbox's default (``/workspace``)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables of every command (Dockerfile ``ENV``)."""
+    cpus: float | None = None
+    memory_mb: int | None = None
+    storage_mb: int | None = None
+    gpus: int = 0
+    network_mode: NetworkMode = NetworkMode.NO_NETWORK
+    allowed_hosts: list[str] = field(default_factory=list)
+    """For ``allowlist``: ``host`` or ``host:port`` entries for the sandbox's egress policy."""
+    build_timeout_s: float = 600.0
+    built_image: str | None = None
+    """Set once the Dockerfile was built (EnvHub): sandboxes use it and setup applies no steps."""
+
+    @property
+    def from_image(self) -> str | None:
+        """The Dockerfile's ``FROM`` image, if there is a Dockerfile."""
+        froms = [s for s in self.dockerfile_steps if s.op == "FROM"]
+        if not froms:
+            return None
+        words = [w for w in froms[-1].args.split() if not w.startswith("--")]
+        return words[0] if words else None
+
+
+class VerifierKind(str, Enum):
+    """How the hidden tests turn into a reward."""
+
+    PASS_FAIL = "pass_fail"
+    """Ours: ``test_command`` prints ``PASS``/``FAIL`` (or pytest ``-rA``) lines."""
+    REWARD_FILE = "reward_file"
+    """Harbor: ``tests/test.sh`` writes ``/logs/verifier/reward.txt`` or ``reward.json``."""
+    PYTEST = "pytest"
+    """Terminal-Bench: ``run-tests.sh`` runs pytest; every test must pass."""
+
+
+@dataclass
+class VerifierSpec:
+    """How to verify: the command (run from the work dir) and how its result is read."""
+
+    kind: VerifierKind = VerifierKind.PASS_FAIL
+    command: str = ""
+    """For non-``pass_fail`` kinds; ``pass_fail`` uses ``spec.test_command``."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment of the verifier (Harbor ``[verifier].env``)."""
+
+
+@dataclass
+class TaskStep:
+    """One step of a multi-step (Harbor ``steps/``) task: its own instruction, tests and solution,
+    run in order in the same sandbox."""
+
+    name: str
+    instruction: str
+    agent_timeout_s: float
+    verifier_timeout_s: float
+    tests: Files = field(default_factory=dict)
+    """The step's tests layered over the task-level ``tests/`` (the step's files win)."""
+    solution: Files = field(default_factory=dict)
+    setup: Files = field(default_factory=dict)
+    """``steps/<name>/environment/`` files copied into the work dir before the step (and its
+    ``setup.sh`` hook, run then)."""
+    min_reward: float | dict[str, float] | None = None
+    """Abort the remaining steps when this step's reward (or a metric) falls below it."""
+    contributes_to_reward: bool = True
+    verifier_env: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class Task:
     """A task in memory: its spec and the files of its ``setup/``, ``tests/`` and ``solution/``.
@@ -137,10 +254,24 @@ class Task:
     solution: Files = field(default_factory=dict)
     path: Path | None = None
     """The directory it was loaded from, if any."""
+    format: TaskFormat = TaskFormat.ALE
+    environment: TaskEnvironment = field(default_factory=TaskEnvironment)
+    verifier: VerifierSpec = field(default_factory=VerifierSpec)
+    steps: list[TaskStep] = field(default_factory=list)
+    """Harbor multi-step tasks; empty for single-step tasks."""
+    step_reward_strategy: str = "mean"
+    """Multi-step: ``mean`` over contributing steps (missing metrics count 0) or ``final``."""
+    notes: list[str] = field(default_factory=list)
+    """Load-time notices (ignored keys, substitutions) to show the user."""
 
     @property
     def id(self) -> str:
         return self.spec.id
+
+    @property
+    def instruction(self) -> str:
+        """What the agent is told (``spec.prompt``; for multi-step tasks, every step in order)."""
+        return self.spec.prompt
 
 
 @dataclass(frozen=True)
@@ -161,17 +292,31 @@ class TestReport:
     output: str
     timed_out: bool
     duration_s: float
+    reward_value: float | None = None
+    """The reward a reward file gave (Harbor); ``None``: derived from the tests."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """Every number of ``reward.json`` (multi-metric rewards), or ``{"reward": r}`` from reward.txt."""
+    error: str = ""
+    """The verifier could not produce a result (no reward file, unreadable reward): not a score."""
+    steps: list[StepReport] = field(default_factory=list)
+    """Multi-step tasks: one report per step run, in order."""
 
     @property
     def passed(self) -> bool:
-        """All tests passed, at least one ran, and the command exited 0 in time."""
+        """All tests passed, at least one ran, and the command exited 0 in time; with a reward
+        file: the reward is 1 (or more) and nothing went wrong."""
+        if self.reward_value is not None:
+            return not self.timed_out and not self.error and self.reward_value >= 1.0
         return (
             not self.timed_out and self.exit_code == 0 and bool(self.tests) and all(t.passed for t in self.tests)
         )
 
     @property
     def reward(self) -> float:
-        """Fraction of tests passed (0 on a timeout); 1.0 only when :attr:`passed`."""
+        """Fraction of tests passed (0 on a timeout); 1.0 only when :attr:`passed`. With a reward
+        file, its value (fractional rewards kept)."""
+        if self.reward_value is not None:
+            return 0.0 if self.timed_out or self.error else self.reward_value
         if self.timed_out or not self.tests:
             return 0.0
         if self.passed:
@@ -179,6 +324,19 @@ class TestReport:
         frac = sum(t.passed for t in self.tests) / len(self.tests)
         return min(frac, 1.0 - 1.0 / (len(self.tests) + 1))
 
-    def outcome(self) -> tuple[tuple[str, bool], ...]:
+    def outcome(self) -> tuple[tuple[str, object], ...]:
         """What must be equal across runs for the tests to count as deterministic."""
-        return tuple((t.name, t.passed) for t in self.tests) + (("<exit>", self.exit_code == 0),)
+        out: tuple[tuple[str, object], ...] = tuple((t.name, t.passed) for t in self.tests)
+        out += (("<exit>", self.exit_code == 0),)
+        if self.reward_value is not None:
+            out += tuple(sorted(self.metrics.items())) + (("<reward>", self.reward_value),)
+        return out
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """The verifier's outcome for one step of a multi-step task."""
+
+    name: str
+    report: TestReport
+    contributes_to_reward: bool = True

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ale_rock.tasks.evaluate import TaskPhaseError, evaluate_noop, evaluate_reference
 from ale_rock.tasks.loader import TaskFormatError, load_task
-from ale_rock.tasks.models import Task, TestReport
+from ale_rock.tasks.models import Task, TaskFormat, TestReport
 from ale_rock.tasks.runner import LocalDirRunner, TaskRunner
 
 MIN_TESTS = 2
@@ -78,7 +78,9 @@ def _check(task: Task, runner: TaskRunner, runs: int, report: ValidationReport) 
         failed = [f"{t.name}: {t.message}" for t in first.tests if not t.passed]
         detail = "; ".join(failed) or first.output[-800:]
         report.problems.append(f"reference solution does not pass: {detail}")
-    if len(first.tests) < MIN_TESTS:
+    if first.error:
+        report.problems.append(f"verifier error with the reference solution: {first.error}")
+    if task.format == TaskFormat.ALE and len(first.tests) < MIN_TESTS:
         report.problems.append(f"only {len(first.tests)} test(s) reported; a task needs at least {MIN_TESTS}")
     outcomes = {r.outcome() for r in report.reference}
     if len(outcomes) > 1:
