@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import grpc
 import pytest
 from ale_flow import Agent, Settings, StopReason
 from ale_flow.events import ToolFinished
@@ -73,3 +74,121 @@ def test_timeout_and_interrupt_on_a_sandbox(sws):
     threading.Timer(1.0, agent.interrupt).start()
     (r,), stopped = results(agent, [])
     assert stopped.reason == StopReason.INTERRUPTED and "never" not in r.content and r.is_error
+
+
+# -- issue 12 item 4: one round trip per shell call, the same text locally and in a sandbox ------
+
+class _Counter(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """A client interceptor: the RPCs the SDK really sends, by method."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        self.calls.append(details.method.rsplit("/", 1)[-1])
+        return continuation(details, request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        self.calls.append(details.method.rsplit("/", 1)[-1])
+        return continuation(details, request)
+
+
+@pytest.fixture(scope="module")
+def counted(sandbox: Any) -> Iterator[tuple[Any, _Counter]]:
+    from ale_flow.sandbox_workspace import SandboxWorkspace
+    from ale_proto.v1 import sandbox_pb2_grpc
+    from ale_rock.sdk import Client, Sandbox
+
+    counter = _Counter()
+    client = Client(sandbox.client.address, sandbox.client.settings.api_key)
+    client.stub = sandbox_pb2_grpc.SandboxServiceStub(grpc.intercept_channel(client._channel, counter))
+    yield SandboxWorkspace(Sandbox.connect(sandbox.id, client=client)), counter
+    client.close()
+
+
+def test_a_shell_call_in_a_sandbox_is_one_rpc(counted, sws):
+    from ale_flow.tools import ToolContext
+    from ale_flow.tools.shell import exec_shell, shell
+
+    ws, counter = counted
+    # Before: the file-based emulation needs Exec + ReadFile from here (each admin -> worker -> Rocklet).
+    ctx = ToolContext(ws)
+    counter.calls.clear()
+    assert exec_shell({"command": "cd /tmp && export X=1"}, ctx).content == "[no output]"
+    assert counter.calls == ["Exec", "ReadFile"]
+    # Now: the first call opens the session, every later one is a single RunInSession.
+    ctx = ToolContext(ws)
+    counter.calls.clear()
+    assert shell({"command": "mkdir -p d && cd d && export X=1"}, ctx).content == "[no output]"
+    assert counter.calls == ["CreateSession", "RunInSession"]
+    for cmd, want in [("echo $X", "1\n"), ("pwd", "/workspace/d\n"), ("cd .. && echo up", "up\n"), ("echo $X; pwd", "1\n/workspace\n")]:
+        counter.calls.clear()
+        r = shell({"command": cmd}, ctx)
+        assert (r.content, r.is_error) == (want, False)
+        assert counter.calls == ["RunInSession"], (cmd, counter.calls)
+    assert ctx.env.cwd == "."
+
+
+def test_workspace_exec_interleaves_stdout_and_stderr_like_local(sws, tmp_path):
+    from ale_flow import LocalWorkspace
+
+    cmd = "for i in 1 2 3; do echo out$i; echo err$i >&2; done"
+    want = "out1\nerr1\nout2\nerr2\nout3\nerr3\n"
+    assert LocalWorkspace(tmp_path).exec(cmd, timeout=10).output == want
+    assert sws.exec(cmd, timeout=10).output == want  # was out1..3 then err1..3
+
+
+EQUALITY_SCRIPT: list[tuple[str, float]] = [
+    ("mkdir -p sub && cd sub && export GREETING='héllo 世界' && touch b a c", 10),
+    ('echo "$GREETING"; basename "$PWD"; ls', 10),
+    ("for i in 1 2 3; do echo out$i; echo err$i >&2; done", 10),
+    ("printf 'no newline'", 10),
+    ("false", 10),
+    ("echo partial; ls /nonexistent-dir", 10),
+    ("printf 'ünïcødé ✓ \\x41\\n'; echo \"it's\" '$HOME' $'tab\\tx'", 10),
+    ("cat; echo stdin-is-empty", 10),
+    ('echo "unbalanced', 10),
+    ("cat <<'EOF'\nheredoc $GREETING\nEOF", 10),
+    ("echo " + "z" * 6000 + " | wc -c", 10),  # a line longer than the terminal's 4095 bytes
+    ("seq 1 60000", 10),  # over the tool's 30k characters: cut in the middle
+    ("head -c 1100000 /dev/zero | tr '\\0' a", 20),  # over the 1 MiB session cap: the head, and a note
+    ("echo before; sleep 5; echo never", 0.5),  # a timeout
+    ('echo still here; echo "$GREETING"; basename "$PWD"', 10),
+    ("echo bye >&2; exit 7", 10),  # ends the shell
+    ('echo "$GREETING"; basename "$PWD"', 10),  # a new one, same cwd and variables
+]
+
+
+def _transcript(ws: Any) -> list[tuple[str, bool, str]]:
+    from ale_flow.tools import ToolContext
+    from ale_flow.tools.shell import shell
+
+    ctx = ToolContext(ws)
+    out = []
+    for cmd, timeout in EQUALITY_SCRIPT:
+        r = shell({"command": cmd, "timeout": timeout}, ctx)
+        out.append((r.content, r.is_error, ctx.env.cwd))
+    return out
+
+
+def test_local_and_sandbox_shells_return_the_same_text(sws, tmp_path):
+    from ale_flow import LocalWorkspace
+
+    local = _transcript(LocalWorkspace(tmp_path / "ws"))
+    remote = _transcript(sws)
+    for (cmd, _), a, b in zip(EQUALITY_SCRIPT, local, remote, strict=True):
+        assert a == b, f"{cmd[:60]!r}:\nlocal   {a!r:.600}\nsandbox {b!r:.600}"
+    by_cmd = dict(zip([c for c, _ in EQUALITY_SCRIPT], local, strict=True))
+    # And the text is what the model should see (not just equal on both sides).
+    assert by_cmd[EQUALITY_SCRIPT[1][0]][0] == "héllo 世界\nsub\na  b  c\n"
+    assert by_cmd[EQUALITY_SCRIPT[2][0]][0] == "out1\nerr1\nout2\nerr2\nout3\nerr3\n"
+    assert by_cmd["false"][:2] == ("[exit code 1]", True)
+    assert by_cmd["cat; echo stdin-is-empty"][0] == "stdin-is-empty\n"
+    assert "unexpected EOF" in by_cmd['echo "unbalanced'][0] and "[exit code 2]" in by_cmd['echo "unbalanced'][0]
+    assert by_cmd[EQUALITY_SCRIPT[10][0]][0] == "6001\n"
+    assert "characters omitted" in by_cmd["seq 1 60000"][0] and by_cmd["seq 1 60000"][0].endswith("60000\n")
+    timed = by_cmd["echo before; sleep 5; echo never"]
+    assert timed[1] and timed[0].startswith("before\n") and "never" not in timed[0] and "timed out after 0.5s" in timed[0]
+    assert by_cmd[EQUALITY_SCRIPT[14][0]][0] == "still here\nhéllo 世界\nsub\n"
+    assert by_cmd["echo bye >&2; exit 7"][0].startswith("bye\n") and "[exit code 7]" in by_cmd["echo bye >&2; exit 7"][0]
+    assert local[-1][:3] == ("héllo 世界\nsub\n", False, "sub")

@@ -12,6 +12,7 @@ import threading
 import uuid
 from typing import Any
 
+from ale_flow.shell_session import INTERRUPT_GRACE_S, EndKind, SessionRun
 from ale_flow.workspace import DirEntry, ExecResult, OutsideWorkspaceError
 
 
@@ -39,6 +40,46 @@ def _os_error(err: Exception, path: str) -> OSError:
     return OSError(text)
 
 
+class SandboxShellSession:
+    """A Rocklet session (ale_rock/rocklet/sessions.py) behind the `ShellSession` Protocol."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def _watch(self, cancel: threading.Event, done: threading.Event) -> None:
+        # SignalProcess, not a typed Ctrl-C: the terminal would flush the queued sentinel.
+        while not done.wait(0.05):
+            if cancel.is_set():
+                for sig, grace in ((2, INTERRUPT_GRACE_S), (9, 0.0)):
+                    try:
+                        self.session.interrupt(signal=sig)
+                    except Exception:  # noqa: S110 - the command may have just finished
+                        pass
+                    if done.wait(grace):
+                        return
+                return
+
+    def run(self, script: str, timeout: float, max_output: int, cancel: threading.Event | None = None) -> SessionRun:
+        done = threading.Event()
+        if cancel is not None:
+            threading.Thread(target=self._watch, args=(cancel, done), daemon=True).start()
+        try:
+            res = self.session.run(script, timeout=timeout, max_output_bytes=max_output)
+        except _sdk().errors.SandboxError as e:
+            # Session gone (NOT_FOUND) or the sandbox failing: the tool reopens once, then reports.
+            raise OSError(f"sandbox shell session failed: {e}") from None
+        finally:
+            done.set()
+        end: EndKind = {"timeout": "timeout", "idle_timeout": "timeout", "interrupted": "interrupted"}.get(res.end_reason, "exited")  # type: ignore[assignment]
+        return SessionRun(res.stdout_bytes + res.stderr_bytes, res.exit_code, end, res.stdout_truncated)
+
+    def close(self) -> None:
+        try:
+            self.session.close()
+        except Exception:  # noqa: S110 - already gone with its sandbox
+            pass
+
+
 class SandboxWorkspace:
     """A directory (default /workspace) inside an ale-rock sandbox."""
 
@@ -63,7 +104,8 @@ class SandboxWorkspace:
 
         def run() -> None:
             try:
-                box["res"] = self.sandbox.exec(["bash", "-c", command], cwd=self._abs(cwd), timeout=timeout, exec_id=exec_id)
+                # stderr joins stdout in the shell, so the two interleave as on a LocalWorkspace.
+                box["res"] = self.sandbox.exec(["bash", "-c", "exec 2>&1\n" + command], cwd=self._abs(cwd), timeout=timeout, exec_id=exec_id)
             except Exception as e:
                 box["err"] = e
 
@@ -84,6 +126,13 @@ class SandboxWorkspace:
         out = (res.stdout_bytes + res.stderr_bytes).decode("utf-8", errors="replace")
         timed_out = res.end_reason in ("timeout", "idle_timeout")
         return ExecResult(res.exit_code, out, timed_out, interrupted or res.end_reason == "interrupted")
+
+    def open_shell(self) -> SandboxShellSession:
+        """A Rocklet session in the root: the shell tool's commands cost one RPC each."""
+        try:
+            return SandboxShellSession(self.sandbox.session(cwd=self.root))
+        except _sdk().errors.SandboxError as e:
+            raise OSError(f"cannot open a shell session in the sandbox: {e}") from None
 
     def read_bytes(self, path: str) -> bytes:
         full = self._abs(path)

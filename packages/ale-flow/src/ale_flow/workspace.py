@@ -15,7 +15,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ale_flow.shell_session import ShellSession
 
 
 @dataclass
@@ -122,6 +125,12 @@ class LocalWorkspace:
         reader.join(timeout=2.0)
         out = b"".join(chunks).decode("utf-8", errors="replace")
         return ExecResult(proc.returncode if proc.returncode is not None else -1, out, timed_out, interrupted)
+
+    def open_shell(self) -> ShellSession:
+        """A persistent pty bash in the root (the shell tool's session)."""
+        from ale_flow.shell_session import LocalShellSession
+
+        return LocalShellSession(self.root)
 
     def read_bytes(self, path: str) -> bytes:
         return self._p(path).read_bytes()

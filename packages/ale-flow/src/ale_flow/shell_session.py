@@ -1,0 +1,243 @@
+"""Persistent shell sessions: the `ShellSession` Protocol and the local (pty) implementation.
+
+The shell tool keeps one bash per agent, so `cd` and `export` persist in the shell itself, not
+in files. A sandbox workspace backs the Protocol with an ale-rock Rocklet session (one
+`RunInSession` RPC per command); this module backs it locally with the same design as the
+Rocklet's (ale_rock/rocklet/sessions.py): an interactive bash on a pseudo-terminal, echo off,
+and a sentinel line typed after each command whose printed form marks the command's end. Both
+sides being a bash on a pty is what makes the tool's text identical in training (sandbox) and
+locally: same tty semantics for programs (`ls` columns, line buffering), stderr and stdout
+interleaved in the order they were written, the same exit statuses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pty
+import re
+import signal
+import subprocess
+import termios
+import threading
+import time
+import uuid
+import weakref
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+EndKind = Literal["exited", "timeout", "interrupted"]
+
+INTERRUPT_GRACE_S = 2.0
+"""How long a Ctrl-C'd command may take to stop before its process group is SIGKILLed (as the Rocklet)."""
+
+_SENTINEL = re.compile(rb"\x1eALE([0-9a-f]{16}):(-?\d+)\x1e\n?")
+
+
+@dataclass
+class SessionRun:
+    """Outcome of one command typed into a session."""
+
+    output: bytes
+    """Everything the terminal printed (stdout and stderr interleaved), up to `max_output` bytes."""
+    exit_code: int
+    end: EndKind
+    truncated: bool = False
+    """More than `max_output` bytes were printed; only the first ones are in `output`."""
+
+
+@runtime_checkable
+class ShellSession(Protocol):
+    """A bash that outlives one command."""
+
+    def run(self, script: str, timeout: float, max_output: int, cancel: threading.Event | None = None) -> SessionRun:
+        """Type `script` (complete bash lines) and wait for it; on timeout or `cancel` interrupt it."""
+        ...
+
+    def close(self) -> None:
+        """Kill the shell."""
+        ...
+
+
+@runtime_checkable
+class ShellHost(Protocol):
+    """A workspace that can open persistent shell sessions."""
+
+    def open_shell(self) -> ShellSession:
+        """A new session whose shell starts in the workspace root."""
+        ...
+
+
+def _sentinel_cmd(nonce: str) -> bytes:
+    return f"printf '\\036ALE{nonce}:%d\\036\\n' $?\n".encode()
+
+
+class _Capture:
+    """The first `cap` bytes of a stream, and whether more came (the Rocklet keeps the head too)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.truncated = False
+
+    def write(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.truncated = True
+        self.data += chunk[: max(room, 0)]
+
+
+def _default_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def _kill_session(pid: int, master: int) -> None:
+    # The running job and the shell's own group. A hung-up pty may report pgrp 0, and killpg(0)
+    # would hit the caller's own group: only ever signal the shell's groups.
+    with contextlib.suppress(OSError):
+        fg = os.tcgetpgrp(master)
+        if fg > 0 and fg != os.getpgrp():
+            os.killpg(fg, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.close(master)
+
+
+class LocalShellSession:
+    """An interactive bash on a pty on this machine (the local twin of a Rocklet session)."""
+
+    def __init__(self, cwd: str, env: dict[str, str] | None = None) -> None:
+        master, slave = pty.openpty()
+        attrs = termios.tcgetattr(slave)
+        attrs[3] &= ~termios.ECHO  # typed commands are not echoed into the output
+        attrs[1] &= ~termios.ONLCR  # "\n" stays "\n"
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+        self.proc = subprocess.Popen(
+            ["setsid", "-c", "bash", "--norc", "--noprofile", "--noediting", "-i"],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env={**(os.environ if env is None else env), "PS1": "", "PS2": "", "TERM": "dumb"},
+            close_fds=True,
+            # A parent started in the background (`cmd &`) passes SIGINT/SIGQUIT on as ignored,
+            # and bash cannot un-ignore them: reset, so Ctrl-C stops commands as in a terminal.
+            preexec_fn=_default_signals,
+        )
+        os.close(slave)
+        self.master = master
+        self._buf = bytearray()
+        self._cond = threading.Condition()
+        self.closed = False
+        self._finalizer = weakref.finalize(self, _kill_session, self.proc.pid, master)
+        threading.Thread(target=self._read_loop, name="flow-shell", daemon=True).start()
+        self._write(b"unset PROMPT_COMMAND; PS1=''; PS2=''\n")
+        start = self.run("", 10.0, 1 << 16)
+        if start.end != "exited":
+            self.close()
+            raise OSError("the local shell session did not start")
+
+    def _read_loop(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                data = b""
+            with self._cond:
+                if not data:
+                    self.closed = True
+                    self._cond.notify_all()
+                    return
+                self._buf += data
+                self._cond.notify_all()
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self.master, view)
+            view = view[n:]
+
+    def _foreground(self) -> int:
+        """Process group of the running job, 0 when the shell itself is in front."""
+        try:
+            pgrp = os.tcgetpgrp(self.master)
+        except OSError:
+            return 0
+        return 0 if pgrp in (self.proc.pid, os.getpgrp()) or pgrp <= 0 else pgrp
+
+    def run(self, script: str, timeout: float, max_output: int, cancel: threading.Event | None = None) -> SessionRun:
+        if self.closed:
+            raise OSError("the shell session has exited")
+        out = _Capture(max_output)
+        with self._cond:
+            self._buf.clear()  # output of background jobs between commands
+        nonce = uuid.uuid4().hex[:16]
+        self._write((script + "\n" if script else "").encode() + _sentinel_cmd(nonce))
+        status = self._wait(nonce, time.monotonic() + timeout, out, cancel)
+        if status is not None:
+            return SessionRun(bytes(out.data), status, "exited", out.truncated)
+        if self.closed:  # the script ended the shell ("exit 3")
+            try:
+                rc = self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                rc = -1
+            return SessionRun(bytes(out.data), rc if rc >= 0 else 128 - rc, "exited", out.truncated)
+        end: EndKind = "interrupted" if cancel is not None and cancel.is_set() else "timeout"
+        status = self._interrupt(out, via_tty=end == "timeout")
+        return SessionRun(bytes(out.data), -1 if status is None else status, end, out.truncated)
+
+    def _interrupt(self, out: _Capture, via_tty: bool) -> int | None:
+        """Stop the running job as the Rocklet does: SIGINT, then SIGKILL of its group after a grace."""
+        pgrp = self._foreground()
+        nonce = uuid.uuid4().hex[:16]
+        if via_tty:
+            # Ctrl-C on the terminal (what the Rocklet's timeout types); it flushes the typed
+            # sentinel, so type a new one.
+            self._write(b"\x03")
+            self._write(_sentinel_cmd(nonce))
+        elif pgrp:
+            with contextlib.suppress(OSError):
+                os.killpg(pgrp, signal.SIGINT)  # as SignalProcess: the typed sentinel stays queued
+        status = self._wait(nonce, time.monotonic() + INTERRUPT_GRACE_S, out, None, any_nonce=not via_tty)
+        if status is None and pgrp:
+            with contextlib.suppress(OSError):
+                os.killpg(pgrp, signal.SIGKILL)
+            status = self._wait(nonce, time.monotonic() + INTERRUPT_GRACE_S, out, None, any_nonce=not via_tty)
+        return status
+
+    def _wait(self, nonce: str, deadline: float, out: _Capture, cancel: threading.Event | None, any_nonce: bool = False) -> int | None:
+        pending = bytearray()
+        while True:
+            with self._cond:
+                if not self._buf and not self.closed:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or (cancel is not None and cancel.is_set()):
+                        out.write(_SENTINEL.sub(b"", bytes(pending)))
+                        return None
+                    # Short waits while cancellable: `cancel` is an Event, not tied to this condition.
+                    self._cond.wait(min(left, 0.05) if cancel is not None else left)
+                data = bytes(self._buf)
+                self._buf.clear()
+                closed = self.closed
+            if data:
+                pending += data
+                for m in _SENTINEL.finditer(pending):
+                    if any_nonce or m.group(1).decode() == nonce:
+                        out.write(_SENTINEL.sub(b"", bytes(pending[: m.start()])))
+                        return int(m.group(2))
+                # Keep a possible partial sentinel at the end; hand the rest to the capture.
+                cut = pending.rfind(b"\x1e")
+                keep = cut if cut >= 0 and len(pending) - cut < 40 else len(pending)
+                out.write(_SENTINEL.sub(b"", bytes(pending[:keep])))
+                del pending[:keep]
+            elif closed:
+                out.write(bytes(pending))
+                return None
+
+    def close(self) -> None:
+        self.closed = True
+        self._finalizer()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2)
