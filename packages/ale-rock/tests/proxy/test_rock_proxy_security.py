@@ -126,8 +126,13 @@ def test_a_credential_works_only_for_its_own_episode_and_sandbox(proxy: Any, fak
 def test_openai_upstream_retries_429_and_5xx_but_not_4xx(proxy: Any, fake_openai: str) -> None:
     ep, stub = _open(proxy, "ep-retry", fake_openai, "sb")
     c = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key, max_retries=0)
+    # A model the episode does not serve is a 404 (model_not_found), and never reaches the upstream.
+    with pytest.raises(openai.NotFoundError) as nf:
+        c.chat.completions.create(model="ignored", messages=[{"role": "user", "content": "x"}])
+    assert nf.value.body["code"] == "model_not_found" and nf.value.body["param"] == "model"
+    assert FakeOpenAI.seen == []
     FakeOpenAI.fail = 3
-    r = c.chat.completions.create(model="ignored", messages=[{"role": "user", "content": "x"}])
+    r = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert r.choices[0].message.content == "echo: x"
     assert len(FakeOpenAI.seen) == 4 and FakeOpenAI.seen[-1]["model"] == "m"
     with pytest.raises(openai.BadRequestError):

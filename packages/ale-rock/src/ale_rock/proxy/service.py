@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import functools
 import signal
 import threading
 from concurrent import futures
@@ -18,10 +17,11 @@ from ale_proto.v1 import common_pb2, model_proxy_pb2, model_proxy_pb2_grpc
 from pydantic import BaseModel, ConfigDict
 
 from ale_rock.grpc_options import server_options
+from ale_rock.proxy.admin import EpisodeAdmin, UpstreamSettings
 from ale_rock.proxy.core import ModelProxy
 from ale_rock.proxy.episodes import EpisodeBook
+from ale_rock.proxy.errors import ProxyError
 from ale_rock.proxy.http import ProxyHTTPServer
-from ale_rock.proxy.upstreams import InferenceUpstream, OpenAIUpstream, ReplayUpstream, Upstream
 
 SERVICE_NAME = model_proxy_pb2.DESCRIPTOR.services_by_name["ModelProxyService"].full_name
 _KINDS = {
@@ -66,28 +66,30 @@ class ModelProxyConfig(BaseModel):
     """If set, every call is also appended to <record_dir>/<episode_id>.jsonl."""
     keep_closed_episodes: int = 1000
     """Closed episodes whose records stay readable through SubscribeCalls (oldest forgotten)."""
+    admin_token: str = ""
+    """Bearer token of the HTTP admin routes (open/close episodes, read records); "" turns them off."""
+
+
+_ERROR_CODES = {400: common_pb2.ERROR_CODE_INVALID_ARGUMENT, 404: common_pb2.ERROR_CODE_NOT_FOUND,
+                409: common_pb2.ERROR_CODE_ALREADY_EXISTS}
+
+
+def _abort(context: Any, e: ProxyError) -> None:
+    abort(context, make_error(_ERROR_CODES.get(e.status, common_pb2.ERROR_CODE_INTERNAL), e.message,
+                              e.param or ""))
+
+
+def settings_of(cfg: ModelProxyConfig) -> UpstreamSettings:
+    """The upstream part of a config."""
+    return UpstreamSettings(cfg.default_upstream, cfg.default_target, cfg.default_model, cfg.openai_api_key,
+                            cfg.retries, cfg.backoff_s, cfg.upstream_timeout_s)
 
 
 class ModelProxyServicer(model_proxy_pb2_grpc.ModelProxyServiceServicer):
     """Issues per-episode credentials and streams call records."""
 
-    def __init__(self, proxy: ModelProxy, config: ModelProxyConfig, base_url: str) -> None:
-        self.proxy, self.config, self.base_url = proxy, config, base_url.rstrip("/")
-
-    @functools.lru_cache(maxsize=64)  # noqa: B019 - one channel per inference target, for the server's life
-    def _inference(self, target: str) -> InferenceUpstream:
-        return InferenceUpstream(target, timeout_s=self.config.upstream_timeout_s)
-
-    def _upstream(self, kind: str, target: str, model: str) -> Upstream:
-        cfg = self.config
-        if kind == "inference":
-            up = self._inference(target)
-            return _Named(up, model)
-        if kind == "openai":
-            return OpenAIUpstream(
-                target, cfg.openai_api_key, model, cfg.retries, cfg.backoff_s, cfg.upstream_timeout_s
-            )
-        return ReplayUpstream(target)
+    def __init__(self, proxy: ModelProxy, admin: EpisodeAdmin) -> None:
+        self.proxy, self.admin = proxy, admin
 
     def OpenEpisode(self, request: model_proxy_pb2.OpenEpisodeRequest, context: Any) -> Any:
         if not request.episode_id:
@@ -95,48 +97,21 @@ class ModelProxyServicer(model_proxy_pb2_grpc.ModelProxyServiceServicer):
                 context,
                 make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, "episode_id is required", "episode_id"),
             )
-        kind = _KINDS.get(request.upstream, self.config.default_upstream)
-        target = request.upstream_target or self.config.default_target
-        model = request.model or self.config.default_model
-        if not target:
-            abort(
-                context,
-                make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, "no upstream target", "upstream_target"),
-            )
         try:
-            upstream = self._upstream(kind, target, model)
-        except (OSError, ValueError) as e:
-            abort(
-                context,
-                make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, f"bad upstream: {e}", "upstream_target"),
+            ep, base_url = self.admin.open(
+                request.episode_id, request.sandbox_id, _KINDS.get(request.upstream, ""),
+                request.upstream_target, request.model, request.max_calls,
             )
-        try:
-            ep = self.proxy.book.open(
-                request.episode_id, request.sandbox_id, upstream, model, request.max_calls
-            )
-        except KeyError:
-            abort(
-                context,
-                make_error(
-                    common_pb2.ERROR_CODE_ALREADY_EXISTS,
-                    f"episode {request.episode_id!r} exists",
-                    "episode_id",
-                ),
-            )
-        return model_proxy_pb2.OpenEpisodeResponse(
-            api_key=ep.api_key, base_url=f"{self.base_url}/e/{ep.episode_id}/v1"
-        )
+        except ProxyError as e:
+            _abort(context, e)
+        return model_proxy_pb2.OpenEpisodeResponse(api_key=ep.api_key, base_url=base_url)
 
     def CloseEpisode(self, request: model_proxy_pb2.CloseEpisodeRequest, context: Any) -> Any:
-        ep = self.proxy.book.close(request.episode_id)
-        if ep is None:
-            abort(
-                context,
-                make_error(
-                    common_pb2.ERROR_CODE_NOT_FOUND, f"no episode {request.episode_id!r}", "episode_id"
-                ),
-            )
-        return model_proxy_pb2.CloseEpisodeResponse(calls=len(ep.records) if ep else 0)
+        try:
+            ep = self.admin.close(request.episode_id)
+        except ProxyError as e:
+            _abort(context, e)
+        return model_proxy_pb2.CloseEpisodeResponse(calls=len(ep.records))
 
     def SubscribeCalls(self, request: model_proxy_pb2.SubscribeCallsRequest, context: Any) -> Any:
         if self.proxy.book.get(request.episode_id) is None:
@@ -148,18 +123,6 @@ class ModelProxyServicer(model_proxy_pb2_grpc.ModelProxyServiceServicer):
             )
         for rec in self.proxy.book.follow(request.episode_id, request.from_index, context.is_active):
             yield model_proxy_pb2.SubscribeCallsResponse(call=rec.to_pb())
-
-
-class _Named:
-    """An inference upstream shared by episodes, with the episode's model name on responses."""
-
-    def __init__(self, inner: InferenceUpstream, model: str) -> None:
-        self.inner, self.model = inner, model
-
-    def complete(self, request: dict[str, Any], call_id: str) -> Any:
-        comp = self.inner.complete(request, call_id)
-        comp.model = self.model or comp.model or str(request.get("model", ""))
-        return comp
 
 
 class ModelProxyServer:
@@ -188,11 +151,13 @@ def serve_model_proxy(config: ModelProxyConfig | None = None) -> ModelProxyServe
     cfg = config or ModelProxyConfig()
     proxy = ModelProxy(EpisodeBook(cfg.keep_closed_episodes), cfg.record_dir)
     http = serving.construct_listener(f"{cfg.host}:{cfg.http_port}", ProxyHTTPServer, (cfg.host, cfg.http_port), proxy, cfg.max_body_bytes, cfg.require_sandbox_header)
-    http.start()
     http_url = f"http://{cfg.host}:{http.server_address[1]}"
+    admin = EpisodeAdmin(proxy, settings_of(cfg), cfg.public_base_url or http_url)
+    http.admin, http.admin_token = admin, cfg.admin_token
+    http.start()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="proxy-rpc"), options=server_options(), interceptors=serving.strict_requests())
     model_proxy_pb2_grpc.add_ModelProxyServiceServicer_to_server(
-        ModelProxyServicer(proxy, cfg, cfg.public_base_url or http_url), server
+        ModelProxyServicer(proxy, admin), server
     )
     add_standard_services(server, [SERVICE_NAME])
     port = serving.bind(server, f"{cfg.host}:{cfg.grpc_port}")

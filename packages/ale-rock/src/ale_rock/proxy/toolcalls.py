@@ -41,3 +41,45 @@ def parse_tool_calls(text: str, id_prefix: str) -> tuple[str | None, list[dict[s
     kept.append(text[pos:])
     content = "".join(kept).strip()
     return (content or None), calls
+
+
+_OPEN = "<tool_call>"
+
+
+class ContentStream:
+    """Splits text arriving piece by piece into what may be streamed as ``content`` now: everything
+    before the first ``<tool_call>`` (a trailing partial ``<tool_c`` is held back until it is
+    decided). Tool calls themselves are sent once the reply is complete and parsed."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.sent = 0
+        self.blocked = False
+
+    def feed(self, piece: str) -> str:
+        """Add generated text; return the new content that is safe to send."""
+        self.text += piece
+        if self.blocked:
+            return ""
+        at = self.text.find(_OPEN, self.sent)
+        if at >= 0:
+            self.blocked = True
+            end = at
+        else:
+            end = len(self.text)
+            for k in range(min(len(_OPEN) - 1, end - self.sent), 0, -1):
+                if _OPEN.startswith(self.text[end - k :]):
+                    end -= k
+                    break
+        out = self.text[self.sent : end]
+        self.sent = end
+        return out
+
+    def rest(self, content: str | None) -> str:
+        """What of the final parsed ``content`` was not sent yet."""
+        sent = self.text[: self.sent]
+        content = content or ""
+        if content.startswith(sent):
+            return content[len(sent) :]
+        stripped = sent.lstrip()
+        return content[len(stripped) :] if content.startswith(stripped) else ""

@@ -8,6 +8,7 @@ import random
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,17 +18,15 @@ from ale_proto.errors import error_detail_of
 from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
 
 from ale_rock.grpc_options import channel_options
+from ale_rock.proxy.errors import UpstreamError
+from ale_rock.proxy.prompt import TemplateCaps, prepare, template_caps
 from ale_rock.proxy.records import load_records
 from ale_rock.proxy.toolcalls import parse_tool_calls
 
+__all__ = ["Completion", "InferenceUpstream", "OpenAIUpstream", "ReplayUpstream", "Upstream", "UpstreamError"]
 
-class UpstreamError(Exception):
-    """The upstream failed; ``status`` is the HTTP status the agent gets."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
+OnText = Callable[[str], None]
+"""Called with each new piece of generated text, as the upstream produces it (streaming)."""
 
 
 @dataclass
@@ -47,9 +46,11 @@ class Completion:
 
 
 class Upstream(Protocol):
-    """Answers one OpenAI chat request. ``call_id`` prefixes tool-call ids."""
+    """Answers one OpenAI chat request. ``call_id`` prefixes tool-call ids; ``on_text``, if given,
+    gets the generated text piece by piece as it arrives (an upstream that only has whole replies
+    calls it once)."""
 
-    def complete(self, request: dict[str, Any], call_id: str) -> Completion: ...
+    def complete(self, request: dict[str, Any], call_id: str, on_text: OnText | None = None) -> Completion: ...
 
 
 _STOP_NAMES = {
@@ -68,10 +69,21 @@ def _finish(tool_calls: list[Any], stop_reason: str) -> tuple[str, str]:
     return ("length", "length") if stop_reason == "length" else ("stop", stop_reason or "stop")
 
 
+_RETRYABLE = (common_pb2.ERROR_CODE_UNAVAILABLE, common_pb2.ERROR_CODE_DEADLINE_EXCEEDED)
+_PARAMS = {"prompt_token_ids": "messages", "sampling.max_tokens": "max_tokens"}
+
+
+def _param_of(detail: common_pb2.ErrorDetail) -> str:
+    name = detail.field.rsplit("]", 1)[-1].lstrip(".")
+    return _PARAMS.get(name, name.removeprefix("sampling.")) or "messages"
+
+
 class InferenceUpstream:
     """ale-roll's InferenceService: ApplyChatTemplate once -> Generate on token ids -> Detokenize.
 
     The prompt ids the model sees are exactly the ids recorded; the text is never re-tokenized.
+    Messages are normalised, and tools rendered as text when the model's chat template (from
+    GetModelInfo, asked once) has no tool support: see :mod:`ale_rock.proxy.prompt`.
     """
 
     def __init__(
@@ -83,22 +95,37 @@ class InferenceUpstream:
         self.model = model
         self.timeout_s = timeout_s
         self.default_max_tokens = default_max_tokens
+        self._caps: TemplateCaps | None = None
 
-    def _rpc(self, method: Any, request: Any) -> Any:
+    def _rpc(self, method: Any, request: Any, what: str = "inference service") -> Any:
         try:
             return method(request, timeout=self.timeout_s)
         except grpc.RpcError as e:
-            d = error_detail_of(e)
-            status = 400 if d.code == common_pb2.ERROR_CODE_INVALID_ARGUMENT else 503
-            raise UpstreamError(status, f"inference service: {d.message}") from None
+            raise self._error(e, what) from None
+
+    @staticmethod
+    def _error(e: grpc.RpcError, what: str) -> UpstreamError:
+        d = error_detail_of(e)
+        if d.code == common_pb2.ERROR_CODE_INVALID_ARGUMENT:
+            code = "context_length_exceeded" if d.field.endswith("prompt_token_ids") else "invalid_value"
+            return UpstreamError(400, f"{what}: {d.message}", _param_of(d), code)
+        return UpstreamError(503, f"{what}: {d.message}", None, "upstream_unavailable")
+
+    def caps(self) -> TemplateCaps:
+        """What the served model's chat template renders natively (asked once)."""
+        if self._caps is None:
+            info = self._rpc(self.stub.GetModelInfo, inference_pb2.GetModelInfoRequest())
+            self._caps = template_caps(info.chat_template)
+        return self._caps
 
     def _sampling(self, req: dict[str, Any]) -> inference_pb2.SamplingParams:
         stop = req.get("stop") or []
+        temperature = req.get("temperature")
         sp = inference_pb2.SamplingParams(
             max_tokens=int(
                 req.get("max_completion_tokens") or req.get("max_tokens") or self.default_max_tokens
             ),
-            temperature=float(req.get("temperature", 1.0) if req.get("temperature") is not None else 1.0),
+            temperature=float(1.0 if temperature is None else temperature),
             top_p=float(req.get("top_p") or 0.0),
             stop=[stop] if isinstance(stop, str) else list(stop),
         )
@@ -106,21 +133,46 @@ class InferenceUpstream:
             sp.seed = int(req["seed"])
         return sp
 
-    def complete(self, request: dict[str, Any], call_id: str) -> Completion:
+    def _template(self, request: dict[str, Any]) -> list[int]:
         tools = request.get("tools") or []
-        templ = self._rpc(
-            self.stub.ApplyChatTemplate,
-            inference_pb2.ApplyChatTemplateRequest(
-                messages_json=json.dumps(request.get("messages", [])),
-                tools_json=json.dumps(tools) if tools else "",
-                add_generation_prompt=True,
-            ),
-        )
-        prompt_ids = list(templ.token_ids)
+        if request.get("tool_choice") == "none":
+            tools = []
+        messages, native_tools = prepare(request.get("messages", []), tools, self.caps())
+        try:
+            templ = self.stub.ApplyChatTemplate(
+                inference_pb2.ApplyChatTemplateRequest(
+                    messages_json=json.dumps(messages),
+                    tools_json=json.dumps(native_tools) if native_tools else "",
+                    add_generation_prompt=True,
+                ),
+                timeout=self.timeout_s,
+            )
+        except grpc.RpcError as e:
+            d = error_detail_of(e)
+            if d.code in _RETRYABLE:
+                raise self._error(e, "inference service") from None
+            # The template itself refused these messages (e.g. roles that must alternate).
+            raise UpstreamError(
+                400, f"the model's chat template cannot render these messages: {d.message}", "messages",
+                "template_error",
+            ) from None
+        return list(templ.token_ids)
+
+    def _detokenize(self, ids: list[int]) -> str:
+        req = inference_pb2.DetokenizeRequest(token_ids=ids, skip_special_tokens=True)
+        return str(self._rpc(self.stub.Detokenize, req).text)
+
+    def complete(self, request: dict[str, Any], call_id: str, on_text: OnText | None = None) -> Completion:
+        tools = request.get("tools") or []
+        try:
+            sampling = self._sampling(request)
+        except (TypeError, ValueError, OverflowError) as e:  # validated before; this is the last guard
+            raise UpstreamError(400, f"bad sampling parameters: {e}", None, "invalid_value") from None
+        prompt_ids = self._template(request)
         ids: list[int] = []
         logprobs: list[float] = []
-        version, stop = 0, "stop"
-        gen = inference_pb2.GenerateRequest(prompt_token_ids=prompt_ids, sampling=self._sampling(request))
+        version, stop, text, decoded = 0, "stop", "", -1
+        gen = inference_pb2.GenerateRequest(prompt_token_ids=prompt_ids, sampling=sampling)
         try:
             for msg in self.stub.Generate(gen, timeout=self.timeout_s):
                 ids += msg.token_ids
@@ -128,12 +180,18 @@ class InferenceUpstream:
                 version = msg.policy_version or version
                 if msg.finished:
                     stop = _STOP_NAMES.get(msg.stop_reason, "stop")
+                if on_text is not None and msg.token_ids:
+                    now = self._detokenize(ids)
+                    if not now.endswith("\ufffd"):  # hold back half a multi-byte character
+                        if now.startswith(text) and len(now) > len(text):
+                            on_text(now[len(text) :])
+                        text, decoded = now, len(ids)
         except grpc.RpcError as e:
-            raise UpstreamError(503, f"inference service: {error_detail_of(e).message}") from None
-        text = self._rpc(
-            self.stub.Detokenize, inference_pb2.DetokenizeRequest(token_ids=ids, skip_special_tokens=True)
-        ).text
-        content, calls = parse_tool_calls(text, call_id) if tools else (text, [])
+            raise self._error(e, "inference service") from None
+        full = text if decoded == len(ids) else self._detokenize(ids)
+        if on_text is not None and full.startswith(text) and len(full) > len(text):
+            on_text(full[len(text) :])
+        content, calls = parse_tool_calls(full, call_id) if tools else (full, [])
         finish, stop_reason = _finish(calls, stop)
         return Completion(content, calls, finish, prompt_ids, ids, logprobs, version, stop_reason, self.model)
 
@@ -173,8 +231,17 @@ class OpenAIUpstream:
             if r.status_code == 429 or r.status_code >= 500:
                 last = f"HTTP {r.status_code}: {r.text[:200]}"
                 continue
-            if r.status_code >= 400:
-                raise UpstreamError(r.status_code, r.text[:1000])
+            if r.status_code >= 400:  # the upstream's own verdict on the request, passed on
+                try:
+                    err = r.json().get("error") or {}
+                except (ValueError, AttributeError):
+                    err = {}
+                err = err if isinstance(err, dict) else {}
+                param, code = err.get("param"), err.get("code")
+                raise UpstreamError(
+                    r.status_code, str(err.get("message") or r.text[:1000]),
+                    param if isinstance(param, str) else None, code if isinstance(code, str) else None,
+                )
             return r.json()  # type: ignore[no-any-return]
         raise UpstreamError(502, f"upstream failed after {self.retries + 1} attempts: {last}")
 
@@ -182,7 +249,8 @@ class OpenAIUpstream:
         """Release the HTTP client."""
         self.client.close()
 
-    def complete(self, request: dict[str, Any], call_id: str) -> Completion:
+    def complete(self, request: dict[str, Any], call_id: str, on_text: OnText | None = None) -> Completion:
+        # Whole replies only: the caller streams the reply once it is complete.
         body = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
         if self.model:
             body["model"] = self.model
@@ -219,7 +287,7 @@ class ReplayUpstream:
                 self._queues[request_key(rec.request)].append(rec)
         self._lock = threading.Lock()
 
-    def complete(self, request: dict[str, Any], call_id: str) -> Completion:
+    def complete(self, request: dict[str, Any], call_id: str, on_text: OnText | None = None) -> Completion:
         with self._lock:
             queue = self._queues.get(request_key(request))
             if not queue:
