@@ -23,6 +23,7 @@ log = logging.getLogger("ale_rock.tasks")
 
 _STEP_MARK = "@@ALE_DOCKER_STEP@@"
 CONTEXT_DIR = f"{SETUP_DIR}/context"
+_logged: set[str] = set()
 
 
 class TaskEnvironmentError(RuntimeError):
@@ -93,9 +94,10 @@ def apply_environment(task: Task, runner: TaskRunner) -> None:
         return
     if stage_count(e.dockerfile_steps) > 1:
         raise TaskEnvironmentError("Dockerfile: multi-stage builds cannot be substituted; build the image and set docker_image")
-    log.warning(
-        "task %s: running on ALE's base image with the Dockerfile's steps applied at setup (FROM image not built)", task.id
-    )
+    if task.id not in _logged:  # once per task and process, not once per episode
+        _logged.add(task.id)
+        log.warning("task %s: FROM %s not built; running on ALE's base image with the Dockerfile's steps applied at setup",
+                    task.id, e.from_image)  # fmt: skip
     script, steps = substitution_script(task)
     files = {f"{CONTEXT_DIR}/{k}": v for k, v in e.context.items()}
     if files:
