@@ -11,12 +11,12 @@ import pytest
 from ale_roll.engines.base import SamplingParams
 from ale_roll.rollout.agent_native import AgentEpisodeError, AgentNativeRunner, records_to_turns
 from ale_roll.rollout.agents import CommandAgent, FlowAgent
-from ale_roll.rollout.proxy_client import ModelProxyClient
 from ale_roll.types import StopReason, flatten_trajectory, flatten_turns, is_prefix_consistent
 
 rock = pytest.importorskip("ale_rock.proxy", reason="ale-rock is not installed")
 pytest.importorskip("ale_flow", reason="ale-flow is not installed")
 CallRecord = rock.CallRecord
+ModelProxyClient = pytest.importorskip("ale_rock.sdk.model_proxy").ModelProxyClient
 PARAMS = SamplingParams(max_tokens=2048, temperature=0.0)
 
 
@@ -166,8 +166,18 @@ def test_a_proxy_failure_raises(agent_stack: Any) -> None:
     runner = _runner(stack, FlowAgent(), stack.host_proxy, stack.provider(), [find_task("csv-sales-rollup")])
     runner.inference_target = "127.0.0.1:9"  # nothing listens on the discard port
     runner.proxy.timeout_s = 10
-    with pytest.raises(AgentEpisodeError, match="model calls failed|failed at the proxy"):
+    with pytest.raises(AgentEpisodeError, match="model call 0 failed") as raised:
         asyncio.run(runner.run(seed=0, initial_state_id="state-x", episode_id="ep-bad"))
+    # An error of its kind, counted; its sandbox is gone; a retry of the same state counts as resampled.
+    assert raised.value.kind == "model_unreachable" and raised.value.sandbox_id
+    from ale_rock.sdk import Sandbox
+
+    assert Sandbox.list(client=stack.cluster.client(), labels={"ale.state": "state-x"}) == []
+    with pytest.raises(AgentEpisodeError):
+        asyncio.run(runner.run(seed=0, initial_state_id="state-x", episode_id="ep-bad"))
+    metrics = runner.times.take()
+    assert metrics["agent_native/errors/model_unreachable"] == 2 and metrics["agent_native/resampled"] == 1
+    assert metrics["rollout/episodes"] == 0 and metrics["agent_native/phase_p50_s/agent"] > 0
 
 
 def test_agent_calls_go_through_the_rollout_generator(agent_stack: Any) -> None:

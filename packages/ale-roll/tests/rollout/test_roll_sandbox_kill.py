@@ -79,9 +79,9 @@ def _assert_resampled(batches: list[list[Any]], sched: Any, buffer: SampleBuffer
 
 def test_agent_native_sandbox_killed_mid_episode_is_resampled(agent_stack: Any) -> None:
     from ale_rock.envs.terminal import find_task
+    from ale_rock.sdk.model_proxy import ModelProxyClient
     from ale_roll.rollout.agent_native import AgentNativeRunner
     from ale_roll.rollout.agents import FlowAgent
-    from ale_roll.rollout.proxy_client import ModelProxyClient
 
     stack = agent_stack
     tasks = [find_task("csv-sales-rollup"), find_task("dedupe-contacts")]  # seed k -> tasks[k % 2]

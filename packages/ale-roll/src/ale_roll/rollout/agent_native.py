@@ -1,7 +1,8 @@
 """Agent-native rollout: an agent works on a task in a sandbox; the ModelProxy's records are the trajectory.
 
 One episode (``AgentNativeRunner.run``, the same shape as GEM mode's ``EpisodeRunner.run``, so the
-RolloutScheduler drives either and filtering + resampling apply unchanged):
+RolloutScheduler drives either and filtering + resampling apply unchanged) is ale-rock's one agent
+episode (``ale_rock.episode.run_episode``, the same code ``ale eval`` runs):
 
 1. **setup** — a fresh sandbox from the ``SandboxProvider`` with the task's files and setup script
    (``ale_rock.tasks.evaluate.setup_task``), labelled ``ale.state=<initial_state_id>``;
@@ -14,12 +15,15 @@ RolloutScheduler drives either and filtering + resampling apply unchanged):
 5. **verify** — the task's hidden tests run in the same sandbox and give the reward;
 6. the sandbox is deleted.
 
-Every phase has a timeout. Infrastructure failures raise :class:`AgentEpisodeError` (or the
-``SandboxLost`` / ``ProxyError`` underneath) so the scheduler filters the attempt and resamples the
-same initial state: the sandbox died (setup or tests cannot run), a model call failed at the proxy
-or the InferenceService (an error record), a record lacks token ids (a non-token-exact upstream),
-the agent made no model call, or a phase timed out. An agent that ran out of its budget is not
-an error: its trajectory is marked ``truncated`` (the default ``TruncatedFilter`` rejects it).
+Every phase has a timeout. An episode the infrastructure spoiled ends as an *error* with its kind
+(``ale_rock.episode.ErrorKind``: the sandbox lost, a model call the proxy or the InferenceService
+failed, a record without token ids, no model call at all, a phase past its timeout, ...), never as
+a reward of 0: the runner raises :class:`AgentEpisodeError` (``kind`` set), so the trajectory never
+reaches the buffer or a group's statistics, and the scheduler resamples the same initial state on
+a fresh sandbox (``max_attempts`` bounds it; every attempt's sandbox is deleted). The runner counts
+errors by kind, resamples, and the time per phase (``AgentNativeTimes``: merged into the step's
+metrics). An agent that ran out of its budget is not an error: its trajectory is marked
+``truncated`` (the default ``TruncatedFilter`` rejects it).
 
 **From records to turns** (:func:`records_to_turns`; token ids are never re-derived from text).
 Each call k becomes one ``Turn`` with ``completion_ids``/``logprobs``/``policy_version``/
@@ -45,24 +49,35 @@ reason) or that has observation ids, so a segment break after a tool call still 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
-import threading
+import statistics
 import time
 import uuid
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ale_roll.engines.base import SamplingParams
-from ale_roll.rollout.agents import AgentContext, AgentLauncher, AgentRun
+from ale_roll.rollout.agents import AgentContext, AgentLauncher
 from ale_roll.rollout.episode import EpisodeTimes, RewardFn, env_reward
-from ale_roll.rollout.proxy_client import ModelProxyClient
 from ale_roll.types import StopReason, Trajectory, Turn
+
+if TYPE_CHECKING:
+    from ale_rock.sdk.model_proxy import ModelProxyClient
+
+PHASES = ("setup", "open", "agent", "close", "records", "verify", "delete")
 
 
 class AgentEpisodeError(RuntimeError):
-    """An agent-native episode failed for infrastructure reasons (the scheduler resamples it)."""
+    """An agent-native episode failed for infrastructure reasons (the scheduler resamples it).
+
+    ``kind`` is an ``ale_rock.episode.ErrorKind`` value (``sandbox_lost``, ``model_unreachable``, ...).
+    """
+
+    def __init__(self, message: str, kind: str = "internal", sandbox_id: str = "") -> None:
+        super().__init__(message)
+        self.kind, self.sandbox_id = kind, sandbox_id
 
 
 def records_to_turns(records: Sequence[Any]) -> tuple[list[Turn], list[int]]:
@@ -78,11 +93,11 @@ def records_to_turns(records: Sequence[Any]) -> tuple[list[Turn], list[int]]:
     previous_messages = 0
     for rec in sorted(records, key=lambda r: r.index):
         if rec.error:
-            raise AgentEpisodeError(f"model call {rec.index} failed at the proxy: {rec.error}")
+            raise AgentEpisodeError(f"model call {rec.index} failed at the proxy: {rec.error}", "model_error")
         prompt, completion = list(rec.prompt_token_ids), list(rec.completion_token_ids)
         if not prompt:
             raise AgentEpisodeError(f"model call {rec.index} has no token ids (the proxy's upstream must be "
-                                    "the InferenceService for training)")
+                                    "the InferenceService for training)", "not_token_exact")
         turn = Turn(prompt_ids=[], completion_ids=completion, logprobs=list(rec.completion_logprobs),
                     policy_version=int(rec.policy_version), stop_reason=StopReason(rec.stop_reason or "stop"))
         messages = (rec.request or {}).get("messages") or []
@@ -105,6 +120,45 @@ def _task_of_seed(tasks: Sequence[Any]) -> Callable[[int | None], Any]:
 
 
 @dataclass
+class AgentNativeTimes(EpisodeTimes):
+    """``EpisodeTimes`` plus what agent-native episodes add to the step's metrics: errors by kind,
+    resampled attempts, and the median seconds per phase of the recent episodes."""
+
+    errors: Counter[str] = field(default_factory=Counter)
+    resampled: int = 0
+    phases: dict[str, deque[float]] = field(default_factory=lambda: {p: deque(maxlen=1000) for p in PHASES})
+    """Seconds per phase of the last 1000 episodes (errors included), for the p50s."""
+
+    def phase_p50_s(self) -> dict[str, float]:
+        """Median seconds per phase over the recent episodes (phases never reached are left out)."""
+        return {p: statistics.median(v) for p, v in self.phases.items() if v}
+
+    def take(self) -> dict[str, float]:
+        out = super().take()
+        out["agent_native/errors"] = float(sum(self.errors.values()))
+        out.update({f"agent_native/errors/{k}": float(v) for k, v in sorted(self.errors.items())})
+        out["agent_native/resampled"] = float(self.resampled)
+        out.update({f"agent_native/phase_p50_s/{k}": v for k, v in self.phase_p50_s().items()})
+        self.errors, self.resampled = Counter(), 0
+        return out
+
+
+@dataclass
+class _Launcher:
+    """An ale-roll :class:`AgentLauncher` as ale-rock's episode ``Agent`` (the sampling params added)."""
+
+    launcher: AgentLauncher
+    params: SamplingParams
+
+    def run(self, ctx: Any, cancel: Any) -> Any:
+        from ale_rock.episode import AgentRun
+
+        run = self.launcher.run(AgentContext(ctx.provider, ctx.sandbox_id, ctx.prompt, ctx.base_url, ctx.api_key,
+                                             ctx.model, ctx.budget_s, self.params), cancel)
+        return AgentRun(run.exit_code, run.output, run.timed_out, run.stop_reason, run.model_failed)
+
+
+@dataclass
 class AgentNativeRunner:
     """Runs one agent-native episode per call (see the module docstring); drop-in for ``EpisodeRunner``."""
 
@@ -114,6 +168,7 @@ class AgentNativeRunner:
     provider: Any
     """``ale_rock.envs.sandbox.SandboxProvider`` (``SdkProvider`` for real sandboxes)."""
     proxy: ModelProxyClient
+    """ale-rock's ``ModelProxyClient`` (``ale_rock.sdk.model_proxy``)."""
     inference_target: str
     """Address of the InferenceService the proxy forwards to (as the proxy reaches it)."""
     params: SamplingParams = field(default_factory=SamplingParams)
@@ -135,69 +190,67 @@ class AgentNativeRunner:
     policy_version: Callable[[], int] | None = None
     """Version of the weights at the episode's start (e.g. ``lambda: engine.policy_version``); default: the first call's."""
     task_of: Callable[[int | None], Any] | None = None
-    times: EpisodeTimes = field(default_factory=EpisodeTimes)
+    times: AgentNativeTimes = field(default_factory=AgentNativeTimes)
+    _errored_states: set[str] = field(default_factory=set, repr=False)
 
-    async def _phase(self, name: str, timeout_s: float, fn: Callable[..., Any], *args: Any) -> Any:
-        try:
-            return await asyncio.wait_for(asyncio.to_thread(fn, *args), timeout_s)
-        except asyncio.TimeoutError:
-            raise AgentEpisodeError(f"agent-native {name} exceeded {timeout_s:g}s") from None
+    def _timeouts(self) -> Any:
+        from ale_rock.episode import EpisodeTimeouts
+
+        return EpisodeTimeouts(setup_s=self.setup_timeout_s, open_s=self.proxy_timeout_s,
+                               agent_grace_s=self.agent_grace_s, close_s=self.proxy_timeout_s,
+                               records_s=self.proxy_timeout_s, verify_s=self.verify_timeout_s,
+                               cleanup_s=self.cleanup_timeout_s)
 
     async def run(self, *, seed: int | None, initial_state_id: str, group_id: str = "",
                   episode_id: str | None = None, params: SamplingParams | None = None) -> Trajectory:
-        """Run one episode and return its trajectory (raises on infrastructure failure)."""
-        from ale_rock.envs.sandbox import ProviderRunner
-        from ale_rock.tasks.evaluate import run_tests, setup_task
+        """Run one episode and return its trajectory; raises :class:`AgentEpisodeError` on an error."""
+        from ale_rock.episode import arun_episode
 
         params = params or self.params
         task = (self.task_of or _task_of_seed(self.tasks))(seed)
         start_version = self.policy_version() if self.policy_version is not None else None
+        if initial_state_id in self._errored_states:
+            self.times.resampled += 1
         # Resampling reuses the frontier's episode id: every attempt needs its own proxy episode.
         attempt = f"{episode_id or 'ep'}-{uuid.uuid4().hex[:8]}"
-        runner = ProviderRunner(self.provider, {"ale.state": initial_state_id, "ale.episode": attempt})
-        budget = float(self.agent_budget_s or task.spec.limits.agent_s)
-        cancel = threading.Event()
-        opened = False
-        t0 = time.perf_counter()
+        out = await arun_episode(
+            task, _Launcher(self.agent, params), provider=self.provider, proxy=self.proxy, upstream="inference",
+            target=self.inference_target, model=self.model, max_calls=self.max_calls, budget_s=self.agent_budget_s,
+            episode_id=attempt, labels={"ale.state": initial_state_id}, timeouts=self._timeouts(),
+            require_token_ids=True)
+        for phase, seconds in out.phase_s.items():
+            self.times.phases.setdefault(phase, deque(maxlen=1000)).append(seconds)
         try:
-            await self._phase("setup", self.setup_timeout_s, setup_task, task, runner)
-            sandbox_id = runner.sandbox_id
-            ep = await self._phase("open", self.proxy_timeout_s, lambda: self.proxy.open_episode(
-                attempt, sandbox_id=runner.sandbox_id, inference_target=self.inference_target, model=self.model,
-                max_calls=self.max_calls))
-            opened = True
-            ctx = AgentContext(self.provider, runner.sandbox_id, task.spec.prompt, ep.base_url, ep.api_key,
-                               self.model, budget, params)
-            t_agent = time.perf_counter()
-            outcome: AgentRun = await self._phase("agent", budget + self.agent_grace_s, self.agent.run, ctx, cancel)
-            agent_s = time.perf_counter() - t_agent
-            await self._phase("close", self.proxy_timeout_s, self.proxy.close_episode, attempt)
-            opened = False
-            records = await self._phase("records", self.proxy_timeout_s, self.proxy.records, attempt)
-            if outcome.model_failed:
-                raise AgentEpisodeError(f"the agent's model calls failed: {outcome.output[-300:]}")
-            turns, starts = records_to_turns(records)
+            if out.is_error:
+                raise AgentEpisodeError(f"agent-native {out.error_kind.value if out.error_kind else 'error'} in "
+                                        f"{out.phase}: {out.error}", out.error_kind.value if out.error_kind else
+                                        "internal", out.sandbox_id)
+            turns, starts = records_to_turns(out.records)
             if not turns:
-                raise AgentEpisodeError(f"the agent made no model call (exit {outcome.exit_code}): {outcome.output[-300:]}")
-            t_verify = time.perf_counter()
-            report = await self._phase("verify", self.verify_timeout_s, run_tests, task, runner)
-            verify_s = time.perf_counter() - t_verify
-        finally:
-            cancel.set()
-            await self._cleanup(runner, attempt if opened else None)
-        generate_s = sum(float(r.latency_s) for r in records)
-        self.times.generate += generate_s
-        self.times.env += max(0.0, time.perf_counter() - t0 - verify_s - generate_s)
+                raise AgentEpisodeError(f"the agent made no model call: {out.agent.output[-300:] if out.agent else ''}",
+                                        "agent_failed", out.sandbox_id)
+        except AgentEpisodeError as e:
+            self.times.errors[e.kind] += 1
+            self._errored_states.add(initial_state_id)
+            raise
+        self._errored_states.discard(initial_state_id)
+        agent = out.agent
+        assert agent is not None  # a scored episode ran its agent
+        verify_s = out.phase_s.get("verify", 0.0)
+        self.times.generate += out.model_s
+        self.times.env += max(0.0, out.wall_s - verify_s - out.model_s)
         self.times.tokens += sum(len(t.completion_ids) for t in turns)
-        info = {"tests": [{"name": t.name, "passed": t.passed} for t in report.tests], "success": report.passed}
+        info = {"tests": [{"name": t["name"], "passed": t["passed"]} for t in out.tests], "success": out.success}
         traj = Trajectory(
             turns=turns, initial_state_id=initial_state_id, seed=seed, group_id=group_id,
             policy_version=start_version,
-            metadata={"env_reward": float(report.reward), "success": bool(report.passed), "task_id": task.id,
-                      "sandbox_id": sandbox_id, "proxy_episode": attempt,
-                      "truncated": outcome.timed_out, "agent_exit_code": outcome.exit_code,
-                      "agent_stop_reason": outcome.stop_reason, "calls": len(records), "segments": len(starts),
-                      "segment_starts": starts, "agent_s": agent_s, "tests_timed_out": report.timed_out})
+            metadata={"env_reward": float(out.reward), "success": out.success, "task_id": task.id,
+                      "sandbox_id": out.sandbox_id, "proxy_episode": attempt,
+                      "truncated": agent.timed_out, "agent_exit_code": agent.exit_code,
+                      "agent_stop_reason": agent.stop_reason, "calls": len(out.records), "segments": len(starts),
+                      "segment_starts": starts, "agent_s": out.phase_s.get("agent", 0.0),
+                      "tests_timed_out": out.tests_timed_out, "phase_s": dict(out.phase_s),
+                      "safety_events": len(out.safety_events)})
         if episode_id is not None:
             traj.episode_id = episode_id
         t_reward = time.perf_counter()
@@ -208,15 +261,3 @@ class AgentNativeRunner:
         self.times.reward += verify_s + time.perf_counter() - t_reward
         self.times.episodes += 1
         return traj
-
-    async def _cleanup(self, runner: Any, open_episode: str | None) -> None:
-        def close() -> None:
-            if open_episode is not None:
-                with contextlib.suppress(Exception):  # the key must die, but a dead proxy cannot be helped
-                    self.proxy.close_episode(open_episode)
-            with contextlib.suppress(Exception):  # a sandbox that died is already gone
-                runner.close()
-
-        # Shielded: a cancelled episode (scheduler stop) still frees its sandbox.
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await asyncio.shield(asyncio.wait_for(asyncio.to_thread(close), self.cleanup_timeout_s))

@@ -122,10 +122,10 @@ def build_agent_stack(cfg: RunConfig, generator: BatchingGenerator, tokenizer: A
     Call it on ``loop`` (the rollout's running event loop): the served engine hands requests to it.
     """
     from ale_rock.envs.sandbox import SdkProvider
+    from ale_rock.sdk.model_proxy import ModelProxyClient
 
     from ale_roll.engines.inference_server import InferenceServicer, serve
     from ale_roll.rollout.generator_engine import GeneratorEngine
-    from ale_roll.rollout.proxy_client import ModelProxyClient
 
     a = cfg.agent
     tasks = load_tasks(cfg, a.tasks, "agent.tasks")
