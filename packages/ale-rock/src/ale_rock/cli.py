@@ -119,8 +119,19 @@ def worker(
     raise typer.Exit(run_worker(WorkerConfig.model_validate(data)))
 
 
-@app.command()
+proxy_app = typer.Typer(help="The ModelProxy: run it (no sub-command) or manage its episodes.")
+proxy_episode_app = typer.Typer(
+    help="Open / close ModelProxy episodes (per-episode OpenAI base URL + key) over its gRPC service.",
+    no_args_is_help=True)
+proxy_app.add_typer(proxy_episode_app, name="episode")
+app.add_typer(proxy_app, name="proxy")
+ProxyAddressOpt = Annotated[str, typer.Option("--address", "-a", envvar="ALE_PROXY_ADDRESS",
+                                              help="ModelProxyService host:port (env ALE_PROXY_ADDRESS).")]
+
+
+@proxy_app.callback(invoke_without_command=True)
 def proxy(
+    ctx: typer.Context,
     config: Annotated[Path | None, typer.Option(help="YAML config file (see ModelProxyConfig).")] = None,
     host: Annotated[str | None, typer.Option(help="Interface both servers bind.")] = None,
     grpc_port: Annotated[int | None, typer.Option(help="ModelProxyService port (0 = a free one).")] = None,
@@ -135,8 +146,12 @@ def proxy(
     public_base_url: Annotated[str | None, typer.Option(
         help="Base URL handed to agents (as their sandboxes reach the proxy).")] = None,
     record_dir: Annotated[str | None, typer.Option(help="Also append every call to DIR/<episode>.jsonl.")] = None,
+    admin_token: Annotated[str | None, typer.Option(
+        envvar="ALE_PROXY_ADMIN_TOKEN", help="Bearer token of the HTTP admin routes (/admin/v1/episodes).")] = None,
 ) -> None:
     """Run the ModelProxy (gRPC ModelProxyService + OpenAI HTTP endpoint) until SIGTERM."""
+    if ctx.invoked_subcommand is not None:
+        return
     import yaml
 
     from ale_rock.proxy.service import ModelProxyConfig, run_model_proxy
@@ -149,13 +164,88 @@ def proxy(
     elif base_url:
         data.update(default_upstream="openai", default_target=base_url)
     flags = {"host": host, "grpc_port": grpc_port, "http_port": http_port, "default_model": model,
-             "openai_api_key": upstream_api_key, "public_base_url": public_base_url, "record_dir": record_dir}
+             "openai_api_key": upstream_api_key, "public_base_url": public_base_url, "record_dir": record_dir,
+             "admin_token": admin_token}
     data.update({k: v for k, v in flags.items() if v is not None})
     try:
         cfg = ModelProxyConfig.model_validate(data)
     except ValueError as e:
         raise _err(f"bad proxy config: {e}", 2) from None
     raise typer.Exit(run_model_proxy(cfg))
+
+
+def _proxy_call(fn: Any) -> Any:
+    from ale_rock.sdk.model_proxy import ProxyError
+
+    try:
+        return fn()
+    except ProxyError as e:
+        raise _err(str(e)) from None
+
+
+@proxy_episode_app.command("open")
+def proxy_episode_open(
+    episode_id: Annotated[str, typer.Option("--id", help="Episode id (default: a fresh one).")] = "",
+    sandbox_id: Annotated[str, typer.Option(help="Sandbox the key is bound to (calls forwarded by its Rocklet).")] = "",
+    upstream: Annotated[str, typer.Option(help="inference, openai or replay (default: the proxy's).")] = "",
+    target: Annotated[str, typer.Option(
+        help="Upstream address / base URL / recording (default: the proxy's).")] = "",
+    model: Annotated[str, typer.Option(help="Model the episode serves (default: the proxy's).")] = "",
+    max_calls: Annotated[int, typer.Option(min=0, help="Call budget (0 = unlimited).")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of shell exports.")] = False,
+    address: ProxyAddressOpt = "",
+) -> None:
+    """Open an episode; prints OPENAI_BASE_URL / OPENAI_API_KEY exports (eval-able) or JSON."""
+    import shlex
+    import uuid
+
+    import grpc
+    from ale_proto.errors import error_detail_of
+    from ale_proto.v1 import model_proxy_pb2, model_proxy_pb2_grpc
+
+    kinds = {"": model_proxy_pb2.UPSTREAM_KIND_UNSPECIFIED,
+             "inference": model_proxy_pb2.UPSTREAM_KIND_INFERENCE_SERVICE,
+             "openai": model_proxy_pb2.UPSTREAM_KIND_OPENAI, "replay": model_proxy_pb2.UPSTREAM_KIND_REPLAY}
+    if upstream not in kinds:
+        raise _err("--upstream must be inference, openai or replay", 2)
+    if not address:
+        raise _err("give the proxy's gRPC address: --address HOST:PORT or ALE_PROXY_ADDRESS", 2)
+    episode_id = episode_id or f"ep-{uuid.uuid4().hex[:12]}"
+    request = model_proxy_pb2.OpenEpisodeRequest(
+        episode_id=episode_id, sandbox_id=sandbox_id, upstream=kinds[upstream], upstream_target=target,
+        model=model, max_calls=max_calls)
+    with grpc.insecure_channel(address) as channel:
+        try:
+            ep = model_proxy_pb2_grpc.ModelProxyServiceStub(channel).OpenEpisode(request, timeout=30)
+        except grpc.RpcError as e:
+            raise _err(f"OpenEpisode failed: {error_detail_of(e).message}") from None
+    if as_json:
+        typer.echo(json.dumps({"episode_id": episode_id, "base_url": ep.base_url, "api_key": ep.api_key}))
+        return
+    exports = {"ALE_EPISODE_ID": episode_id, "OPENAI_BASE_URL": ep.base_url, "OPENAI_API_KEY": ep.api_key}
+    if model:
+        exports["OPENAI_MODEL"] = model
+    for k, v in exports.items():
+        typer.echo(f"export {k}={shlex.quote(v)}")
+
+
+@proxy_episode_app.command("close")
+def proxy_episode_close(
+    episode_id: Annotated[str, typer.Argument(help="The episode to close (its key dies).")],
+    records: Annotated[Path | None, typer.Option(help="Write its call records here (JSON lines).")] = None,
+    address: ProxyAddressOpt = "",
+) -> None:
+    """Close an episode; prints how many calls it recorded (and saves the records with --records)."""
+    from ale_rock.proxy.records import save_records
+    from ale_rock.sdk.model_proxy import ModelProxyClient
+
+    if not address:
+        raise _err("give the proxy's gRPC address: --address HOST:PORT or ALE_PROXY_ADDRESS", 2)
+    with ModelProxyClient(address) as client:
+        calls = _proxy_call(lambda: client.close_episode(episode_id))
+        if records is not None:
+            save_records(records, _proxy_call(lambda: client.records(episode_id)))
+    typer.echo(f"closed {episode_id}: {calls} calls" + (f", records in {records}" if records else ""))
 
 
 # -- sandboxes -------------------------------------------------------------------------------------
