@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ale_rock.tasks.runner import MAX_OUTPUT_CHARS, CommandResult, check_relative
 
 if TYPE_CHECKING:
     from ale_rock.sdk import Client, Sandbox
+    from ale_rock.tasks.models import Task
 
 _TIMED_OUT = ("timeout", "idle_timeout")
 
@@ -25,6 +26,7 @@ class SandboxRunner:
         self.sandbox = sandbox
         self.workdir = workdir.rstrip("/") or "/"
         self._owns = owns
+        self.task: Task | None = None
 
     @classmethod
     def create(cls, client: Client, *, image: str = "", workdir: str = "/workspace", **create_kwargs: Any) -> SandboxRunner:
@@ -71,3 +73,35 @@ class SandboxRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def runner_factory_for(
+    client: Client, *, backend: str = "", cpu: float = 0.5, memory_mib: int = 512, envhub: bool = True
+) -> Callable[[Task], SandboxRunner]:
+    """Make a sandbox per task as the task asks: its image (or ALE's base image with its
+    Dockerfile's steps applied), work dir, env and egress allow-list (none unless ``allowlist``).
+
+    On the docker backend a Dockerfile whose ``FROM`` image exists locally is built through EnvHub
+    (``envhub=True``); the local backend runs only on ALE's base environment, so a task that
+    names a ready ``docker_image`` is refused there with an error saying so."""
+    from ale_rock.tasks.environment import sandbox_kwargs
+
+    def make(task: Task) -> SandboxRunner:
+        e = task.environment
+        if e.docker_image and not e.dockerfile and backend != "docker":
+            raise RuntimeError(
+                f"{task.id}: [environment].docker_image {e.docker_image!r} needs the docker backend (--backend docker); "
+                "the local backend has only ALE's base environment"
+            )
+        if backend == "docker" and envhub and e.dockerfile and not e.built_image:
+            from ale_rock.tasks.envhub_build import build_if_local
+
+            task = build_if_local(task, client)
+        kw = sandbox_kwargs(task)
+        kw.setdefault("cpu", cpu)
+        kw.setdefault("memory", memory_mib * 2**20)
+        runner = SandboxRunner.create(client, backend=backend, **kw)
+        runner.task = task  # the (possibly built) task this sandbox was made for
+        return runner
+
+    return make

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ale_rock.tasks.environment import TaskEnvironmentError
 from ale_rock.tasks.evaluate import TaskPhaseError, evaluate_noop, evaluate_reference
 from ale_rock.tasks.loader import TaskFormatError, load_task
 from ale_rock.tasks.models import Task, TaskFormat, TestReport
@@ -67,7 +68,7 @@ def _check(task: Task, runner: TaskRunner, runs: int, report: ValidationReport) 
         for _ in range(runs):
             report.reference.append(evaluate_reference(task, runner))
         report.noop = evaluate_noop(task, runner)
-    except TaskPhaseError as e:
+    except (TaskPhaseError, TaskEnvironmentError) as e:
         report.problems.append(str(e))
         return
     except Exception as e:  # the runner broke (e.g. a lost sandbox): a verdict, not a crash of the batch
@@ -96,12 +97,23 @@ def validate_many(
     jobs: int = 4,
     runs: int = 3,
     on_done: Callable[[ValidationReport], None] | None = None,
+    runner_for: Callable[[Task], TaskRunner] | None = None,
 ) -> list[ValidationReport]:
-    """Validate tasks in parallel, one runner per task; results in input order."""
+    """Validate tasks in parallel, one runner per task; results in input order. ``runner_for``
+    (when given) makes the runner from the loaded task, e.g. a sandbox with the task's work dir,
+    env and network policy."""
 
     def one(t: Task | Path | str) -> ValidationReport:
+        if runner_for is not None and not isinstance(t, Task):
+            try:
+                t = load_task(t)
+            except TaskFormatError as e:
+                rep = ValidationReport(task_id=Path(t).name, path=Path(t), problems=[str(e)])
+                if on_done is not None:
+                    on_done(rep)
+                return rep
         try:
-            runner = runner_factory()
+            runner = runner_for(t) if runner_for is not None and isinstance(t, Task) else runner_factory()
         except Exception as e:  # e.g. no sandbox capacity: a verdict on this task, not a crash of all
             tid, path = (t.id, t.path) if isinstance(t, Task) else (Path(t).name, Path(t))
             rep = ValidationReport(task_id=tid, path=path, problems=[f"could not start a runner: {e}"])
