@@ -12,7 +12,6 @@ import time
 from typing import Any
 
 import pytest
-from ale_rock.proxy.prompt import TemplateCaps, prepare
 
 from .test_rock_proxy_openai import TOOLS, client, close_and_collect, open_episode
 
@@ -44,6 +43,8 @@ def test_sdk_through_ale_rolls_inference_service_every_message_shape(
 ) -> None:
     """The real request path: ale-roll's InferenceService over a real (tiny) model whose template
     has no tool support. These requests got 503 "'dict object' has no attribute 'content'"."""
+    from ale_rock.proxy.prompt import TemplateCaps, prepare
+
     addr, tok = roll_inference
     c = client(open_episode(proxy_server, "ep-roll", addr))
     messages = _history_shapes()
