@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from ale_proto.v1 import worker_pb2, worker_pb2_grpc
 
 from ale_rock.admin.auth import Authenticator
-from ale_rock.admin.convert import backend_name, state_from_pb
+from ale_rock.admin.convert import backend_name, spec_from_dict, state_from_pb
 from ale_rock.admin.errors import invalid
 from ale_rock.admin.manager import SandboxManager
 from ale_rock.admin.rpc import unary
 from ale_rock.admin.state import State
 from ale_rock.admin.store import WorkerRecord
 from ale_rock.worker.auth import WORKER_SECRET_METADATA, secret_of
+
+log = logging.getLogger(__name__)
 
 
 class WorkerRegistryServicer(worker_pb2_grpc.WorkerRegistryServiceServicer):
@@ -22,6 +26,7 @@ class WorkerRegistryServicer(worker_pb2_grpc.WorkerRegistryServiceServicer):
     def __init__(self, manager: SandboxManager, auth: Authenticator) -> None:
         self.m = manager
         self.auth = auth
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @unary
     async def RegisterWorker(self, request: worker_pb2.RegisterWorkerRequest, context: Any) -> Any:
@@ -41,9 +46,37 @@ class WorkerRegistryServicer(worker_pb2_grpc.WorkerRegistryServiceServicer):
             gpus=info.capacity.gpus, secret=secret,
         )
         keep = self.m.register_worker(rec, list(request.running_sandbox_ids))
+        self._restore_policies(rec.id, keep)
         return worker_pb2.RegisterWorkerResponse(
             heartbeat_interval_ms=self.m.config.heartbeat_interval_ms, keep_sandbox_ids=keep
         )
+
+    def _restore_policies(self, worker_id: str, keep: list[str]) -> None:
+        """A restarted worker whose sandboxes survived (docker containers) holds no egress policy
+        for them (deny-all): send each kept running sandbox's policy again, in the background."""
+        pending = []
+        for sid in keep:
+            rec = self.m.store.get_sandbox(sid)
+            network = rec.spec.get("network") if rec is not None and rec.state == State.RUNNING else None
+            if network and network.get("allow"):
+                pending.append((sid, spec_from_dict({"network": network}).network))
+        if not pending:
+            return
+
+        async def push() -> None:
+            for sid, policy in pending:
+                try:
+                    client = self.m.client(worker_id)
+                    await client.worker.SetNetworkPolicy(
+                        worker_pb2.WorkerServiceSetNetworkPolicyRequest(sandbox_id=sid, policy=policy),
+                        timeout=30, metadata=client.metadata,
+                    )
+                except Exception as e:  # noqa: BLE001 - the sandbox stays deny-all; log and go on
+                    log.warning("could not restore a network policy", extra={"sandbox_id": sid, "detail": str(e)})
+
+        task = asyncio.get_running_loop().create_task(push())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     @unary
     async def Heartbeat(self, request: worker_pb2.HeartbeatRequest, context: Any) -> Any:
