@@ -92,17 +92,63 @@ def _default_signals() -> None:
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
-def _kill_session(pid: int, master: int) -> None:
-    # The running job and the shell's own group. A hung-up pty may report pgrp 0, and killpg(0)
-    # would hit the caller's own group: only ever signal the shell's groups.
-    with contextlib.suppress(OSError):
-        fg = os.tcgetpgrp(master)
-        if fg > 0 and fg != os.getpgrp():
-            os.killpg(fg, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        os.killpg(pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        os.close(master)
+class _Fd:
+    """The pty master, closed exactly once: a stale close could hit a reused fd number."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        with self.lock:
+            if self.fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self.fd)
+                self.fd = -1
+
+
+def _kill_session(proc: subprocess.Popen[bytes], master: _Fd) -> None:
+    # The running job and the shell's own group, while the shell lives (its pid is not reused
+    # before we reap it). A hung-up pty may report pgrp 0, and killpg(0) would hit our own group.
+    if proc.poll() is None:
+        with master.lock, contextlib.suppress(OSError):
+            fg = os.tcgetpgrp(master.fd) if master.fd >= 0 else 0
+            if fg > 0 and fg != os.getpgrp():
+                os.killpg(fg, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    master.close()
+
+
+class _Output:
+    """What the reader thread shares with the session (not the session itself, so a dropped
+    session is collected and its finalizer kills the shell)."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.cond = threading.Condition()
+        self.closed = False
+
+
+def _read_loop(out: _Output, proc: subprocess.Popen[bytes], master: _Fd) -> None:
+    # The only reader and the closer of the master fd (once the shell is gone), so no read
+    # ever lands on a closed-and-reused fd number.
+    fd = master.fd
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            data = b""
+        with out.cond:
+            if not data:
+                out.closed = True
+                out.cond.notify_all()
+                break
+            out.buf += data
+            out.cond.notify_all()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)  # reap now: the finalizer then never signals a reused pid
+    master.close()
 
 
 class LocalShellSession:
@@ -128,30 +174,22 @@ class LocalShellSession:
         )
         os.close(slave)
         self.master = master
-        self._buf = bytearray()
-        self._cond = threading.Condition()
-        self.closed = False
-        self._finalizer = weakref.finalize(self, _kill_session, self.proc.pid, master)
-        threading.Thread(target=self._read_loop, name="flow-shell", daemon=True).start()
+        self._out = _Output()
+        self._buf = self._out.buf
+        self._cond = self._out.cond
+        self._fd = _Fd(master)
+        self._finalizer = weakref.finalize(self, _kill_session, self.proc, self._fd)
+        self._reader = threading.Thread(target=_read_loop, args=(self._out, self.proc, self._fd), name="flow-shell", daemon=True)
+        self._reader.start()
         self._write(b"unset PROMPT_COMMAND; PS1=''; PS2=''\n")
         start = self.run("", 10.0, 1 << 16)
         if start.end != "exited":
             self.close()
             raise OSError("the local shell session did not start")
 
-    def _read_loop(self) -> None:
-        while True:
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                data = b""
-            with self._cond:
-                if not data:
-                    self.closed = True
-                    self._cond.notify_all()
-                    return
-                self._buf += data
-                self._cond.notify_all()
+    @property
+    def closed(self) -> bool:
+        return self._out.closed
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -237,7 +275,12 @@ class LocalShellSession:
                 return None
 
     def close(self) -> None:
-        self.closed = True
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                fg = self._foreground()
+                if fg:
+                    os.killpg(fg, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self._reader.join(timeout=5)  # it sees the hang-up, reaps the shell and closes the fd
         self._finalizer()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=2)

@@ -158,3 +158,31 @@ def test_disabled_and_enabled_tool_sets(run_agent):
     assert "shell" not in agent.tools.names() and "read_file" in agent.tools.names()
     _, _, agent = run_agent(["ok"], tools={"enabled": ["read_file", "grep"]})
     assert agent.tools.names() == ["grep", "read_file"]
+
+
+def test_a_dropped_shell_session_kills_its_shell_and_closes_its_pty(ws):
+    import gc
+    from pathlib import Path
+
+    from ale_flow.shell_session import LocalShellSession
+
+    s = LocalShellSession(ws.root)
+    pid, fd = s.proc.pid, s.master
+    assert s.run("sleep 0.05 & echo ok", 5, 1 << 16).output.endswith(b"ok\n")
+    del s
+    gc.collect()
+
+    def alive() -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and alive():
+        time.sleep(0.02)
+    assert not alive()
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and os.path.exists(f"/proc/self/fd/{fd}") and "ptmx" in os.readlink(f"/proc/self/fd/{fd}"):
+        time.sleep(0.02)
+    assert not (os.path.exists(f"/proc/self/fd/{fd}") and "ptmx" in os.readlink(f"/proc/self/fd/{fd}"))

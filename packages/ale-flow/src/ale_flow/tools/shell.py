@@ -71,7 +71,9 @@ def _quote(text: str) -> str:
 
 
 def _chunks(text: str) -> list[str]:
-    out, cur, size = [], [], 0
+    out: list[str] = []
+    cur: list[str] = []
+    size = 0
     for ch in text:
         n = len(ch.encode())
         if size + n > _CHUNK_BYTES and cur:
@@ -135,11 +137,14 @@ def _state(ctx: ToolContext) -> State:
 def _run(ctx: ToolContext, st: State, script: str, timeout: float) -> SessionRun:
     """Run on the agent's session, opening (or reopening, after an exit) one as needed."""
     assert isinstance(ctx.workspace, ShellHost)
+    # Where a reopened shell picks up: the last session's saved variables and cwd (kept across a
+    # failed first try, whose own files would be empty).
+    restore = None if st.fresh else State(None, st.tag, st.cwd, st.env_file)
     for attempt in (0, 1):
         full = script
         if st.session is None:
             tag = uuid.uuid4().hex[:12]
-            full = _init_script(tag, None if st.fresh else st) + "\n" + script
+            full = _init_script(tag, restore) + "\n" + script
             st.session = ctx.workspace.open_shell()
             st.tag, st.env_file, st.fresh = tag, f"/tmp/.ale-flow-{tag}.env", False
         try:
