@@ -7,7 +7,9 @@ what the model writes in that format comes back as tool calls and round-trips in
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import time
 from typing import Any
 
@@ -43,8 +45,6 @@ def test_sdk_through_ale_rolls_inference_service_every_message_shape(
 ) -> None:
     """The real request path: ale-roll's InferenceService over a real (tiny) model whose template
     has no tool support. These requests got 503 "'dict object' has no attribute 'content'"."""
-    from ale_rock.proxy.prompt import TemplateCaps, prepare
-
     addr, tok = roll_inference
     c = client(open_episode(proxy_server, "ep-roll", addr))
     messages = _history_shapes()
@@ -62,6 +62,8 @@ def test_sdk_through_ale_rolls_inference_service_every_message_shape(
     assert err.value.body["param"] == "messages" and err.value.body["code"] == "context_length_exceeded"
     recs = close_and_collect(proxy_server, "ep-roll")
     assert [rec.index for rec in recs] == [0, 1, 2] and [bool(rec.error) for rec in recs] == [False, False, True]
+    from ale_rock.proxy.prompt import TemplateCaps, prepare
+
     # Token-exact: the prompt is the template applied once to the normalised messages, and the
     # model saw the tools' schema, the earlier calls and their results as text.
     rendered, native = prepare(messages, TOOLS, TemplateCaps())
@@ -78,30 +80,30 @@ def test_sdk_through_ale_rolls_inference_service_every_message_shape(
     assert streamed == tok.decode(recs[1].completion_token_ids, skip_special_tokens=True)
 
 
-def _tool_loop(c: Any, servicer: Any, stream: bool) -> list[dict[str, Any]]:
+def _calls(tool_calls: Any) -> list[dict[str, Any]]:
+    return [{"id": tc.id, "type": "function", "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
+            for tc in tool_calls or []]  # fmt: skip
+
+
+def _tool_loop(create: Any, servicer: Any, stream: bool) -> list[dict[str, Any]]:
     """An agent loop: 3 tool calls, each result fed back (assistant content null / absent), then an
-    answer. Returns the conversation."""
+    answer. ``create`` is the SDK's chat-completion call. Returns the conversation."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris, Oslo and Lima?"}]
     servicer.script += [CALL_TEXT.format(city=city) for city in CITIES] + ["All three are mild."]
     for turn in range(4):
-        kw: dict[str, Any] = {"model": "tiny", "messages": messages, "tools": TOOLS, "max_tokens": 64}
+        kw: dict[str, Any] = {"messages": messages, "tools": TOOLS, "max_tokens": 64}
         if stream:
-            chunks = list(c.chat.completions.create(**kw, stream=True))
-            content = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices) or None
-            calls = [tc.model_dump(exclude_none=True) for ch in chunks if ch.choices
-                     for tc in (ch.choices[0].delta.tool_calls or [])]  # fmt: skip
-            for tc in calls:
-                tc.pop("index")
-            finish = chunks[-1].choices[0].finish_reason
+            chunks = [ch for ch in create(**kw, stream=True) if ch.choices]
+            content = "".join(ch.choices[0].delta.content or "" for ch in chunks) or None
+            calls = [c for ch in chunks for c in _calls(ch.choices[0].delta.tool_calls)]
+            finish = [ch.choices[0].finish_reason for ch in chunks if ch.choices[0].finish_reason][-1]
         else:
-            msg = c.chat.completions.create(**kw).choices[0]
-            finish = msg.finish_reason
-            content = msg.message.content
-            calls = [tc.model_dump() for tc in msg.message.tool_calls or []]
+            msg = create(**kw).choices[0]
+            finish, content, calls = msg.finish_reason, msg.message.content, _calls(msg.message.tool_calls)
         if turn == 3:
             assert finish == "stop" and content == "All three are mild." and not calls
             return messages
-        assert finish == "tool_calls" and content is None
+        assert finish == "tool_calls" and not content
         (call,) = calls
         assert call["function"]["name"] == "get_weather"
         city = json.loads(call["function"]["arguments"])["city"]
@@ -114,17 +116,9 @@ def _tool_loop(c: Any, servicer: Any, stream: bool) -> list[dict[str, Any]]:
     raise AssertionError("unreachable")
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
-def test_sdk_three_tool_calling_turns_on_a_template_without_tools(
-    tiny_inference_no_tools: tuple[str, Any], proxy_server: Any, stream: bool
-) -> None:
-    addr, servicer = tiny_inference_no_tools
-    episode = f"ep-loop-{stream}"
-    _tool_loop(client(open_episode(proxy_server, episode, addr)), servicer, stream)
-    recs = close_and_collect(proxy_server, episode)
+def _check_loop_records(recs: list[Any], tok: Any) -> None:
     assert [r.index for r in recs] == [0, 1, 2, 3] and not any(r.error for r in recs)
     assert [r.stop_reason for r in recs] == ["tool_call"] * 3 + ["stop"]
-    tok = servicer.tok
     for i, rec in enumerate(recs):
         prompt = tok.decode(rec.prompt_token_ids)
         assert prompt.count('"name": "get_weather"') == 1 + i  # the schema, then each earlier call
@@ -134,6 +128,32 @@ def test_sdk_three_tool_calling_turns_on_a_template_without_tools(
             assert said == CALL_TEXT.format(city=CITIES[i - 1])
             assert f"<|im_start|>assistant\n{said}<|im_end|>" in prompt
             assert f"<tool_response>\n{CITIES[i - 1]}: mild\n</tool_response>" in prompt
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_sdk_three_tool_calling_turns_on_a_template_without_tools(
+    tiny_inference_no_tools: tuple[str, Any], proxy_server: Any, stream: bool
+) -> None:
+    addr, servicer = tiny_inference_no_tools
+    episode = f"ep-loop-{stream}"
+    c = client(open_episode(proxy_server, episode, addr))
+    _tool_loop(functools.partial(c.chat.completions.create, model="tiny"), servicer, stream)
+    _check_loop_records(close_and_collect(proxy_server, episode), servicer.tok)
+
+
+def test_litellm_three_tool_calling_turns(tiny_inference_no_tools: tuple[str, Any], proxy_server: Any) -> None:
+    """The same loop through litellm (its OpenAI provider), plain then streamed."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of the cost map
+    litellm = pytest.importorskip("litellm")
+    litellm.telemetry = False
+    addr, servicer = tiny_inference_no_tools
+    for stream in (False, True):
+        episode = f"ep-litellm-{stream}"
+        ep = open_episode(proxy_server, episode, addr)
+        create = functools.partial(litellm.completion, model="openai/tiny", api_base=ep.base_url,
+                                   api_key=ep.api_key, num_retries=0, timeout=60)
+        _tool_loop(create, servicer, stream)
+        _check_loop_records(close_and_collect(proxy_server, episode), servicer.tok)
 
 
 def test_streaming_sends_tokens_while_they_are_generated(
