@@ -80,7 +80,7 @@ def validate(
 
     dirs = [d for p in (paths or [builtin_suite_dir()]) for d in iter_task_dirs(p)]
     if not dirs:
-        _console.print("no task.toml (Harbor) or task.yaml (ALE, Terminal-Bench) found", style="red")
+        _console.print("no task.yaml (ALE, Terminal-Bench) or task.toml (Harbor) found", style="red")
         raise typer.Exit(2)
     start = time.monotonic()
     # Validation is mostly waiting on subprocesses, so a few more threads than cores pays off.
@@ -160,7 +160,7 @@ def run(
 
     dirs: list[Path | Task] = [d for p in paths for d in iter_task_dirs(p)]
     if not dirs:
-        _console.print("no task.toml (Harbor) or task.yaml (ALE, Terminal-Bench) found", style="red")
+        _console.print("no task.yaml (ALE, Terminal-Bench) or task.toml (Harbor) found", style="red")
         raise typer.Exit(2)
 
     def show(r: object) -> None:

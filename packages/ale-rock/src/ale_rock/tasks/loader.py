@@ -68,7 +68,7 @@ def load_task(path: Path | str) -> Task:
         return load_harbor_task(root)
     spec_path = root / TASK_FILE
     if not spec_path.is_file():
-        raise TaskFormatError(root, [f"no {HARBOR_FILE} (Harbor) or {TASK_FILE} (ALE, Terminal-Bench) in this directory"])
+        raise TaskFormatError(root, [f"no {TASK_FILE} (ALE, Terminal-Bench) or {HARBOR_FILE} (Harbor) in this directory"])
     text = spec_path.read_text(encoding="utf-8")
     from ale_rock.tasks.terminal_bench import is_terminal_bench, load_terminal_bench_task
 

@@ -27,6 +27,9 @@ class SandboxRunner:
         self.workdir = workdir.rstrip("/") or "/"
         self._owns = owns
         self.task: Task | None = None
+        self.keep_image_workdir = False
+        """The image's work dir has the task's files (a built or ready image): the first reset
+        keeps a pristine copy in /tmp and later resets restore it, instead of emptying the dir."""
 
     @classmethod
     def create(cls, client: Client, *, image: str = "", workdir: str = "/workspace", **create_kwargs: Any) -> SandboxRunner:
@@ -39,7 +42,11 @@ class SandboxRunner:
     def reset(self) -> None:
         wd = shlex.quote(self.workdir)
         # chmod first: a task may have taken away write permission on its own directories
-        res = self.run(f"chmod -R u+rwx {wd} 2>/dev/null; find {wd} -mindepth 1 -delete", timeout_s=60)
+        cmd = f"chmod -R u+rwx {wd} 2>/dev/null; find {wd} -mindepth 1 -delete"
+        if self.keep_image_workdir:
+            p = "/tmp/.ale-pristine"
+            cmd = f"if [ -d {p} ]; then {cmd} && cp -a {p}/. {wd}/; else mkdir -p {p} && cp -a {wd}/. {p}/; fi"
+        res = self.run(cmd, timeout_s=60)
         if res.exit_code != 0:
             raise RuntimeError(f"could not empty {self.workdir}: {res.output[-500:]}")
 
@@ -100,8 +107,14 @@ def runner_factory_for(
         kw = sandbox_kwargs(task)
         kw.setdefault("cpu", cpu)
         kw.setdefault("memory", memory_mib * 2**20)
+        from_image = bool(kw["image"])
+        if backend == "docker" and not from_image and kw.get("workdir", "/workspace") != "/workspace":
+            # The base image has only /workspace for the sandbox user; a read-only root gives
+            # any other work dir as the sandbox's own mount (and matches the local backend).
+            kw["read_only_root"] = True
         runner = SandboxRunner.create(client, backend=backend, **kw)
         runner.task = task  # the (possibly built) task this sandbox was made for
+        runner.keep_image_workdir = from_image
         return runner
 
     return make
