@@ -114,7 +114,13 @@ class InferenceUpstream:
     def caps(self) -> TemplateCaps:
         """What the served model's chat template renders natively (asked once)."""
         if self._caps is None:
-            info = self._rpc(self.stub.GetModelInfo, inference_pb2.GetModelInfoRequest())
+            try:
+                info = self.stub.GetModelInfo(inference_pb2.GetModelInfoRequest(), timeout=self.timeout_s)
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    raise self._error(e, "inference service") from None
+                self._caps = TemplateCaps(True, True)  # a server that cannot say: its template decides
+                return self._caps
             self._caps = template_caps(info.chat_template)
         return self._caps
 
