@@ -199,6 +199,10 @@ def run_episode(
         out.metrics = dict(getattr(report, "metrics", None) or {})
     except Exception as e:  # every failure is this episode's outcome, never the caller's exception
         err = classify_exception(e, phase)
+        if err.kind in _PROBED and _sandbox_gone(provider, runner.sandbox_id, timeouts.cleanup_s):
+            # An agent or a verifier that broke on a sandbox that died (ale-flow's workspace says
+            # OSError): the sandbox's death is the cause.
+            err = EpisodeError(ErrorKind.SANDBOX_LOST, f"the sandbox died ({err.message})", err.phase or phase)
         out.status, out.reward, out.error_kind = Status.ERROR, 0.0, err.kind
         out.error, out.phase = err.message, err.phase or phase
     finally:
@@ -207,6 +211,22 @@ def run_episode(
         out.safety_events = events
         out.wall_s = round(time.monotonic() - t_start, 4)
     return out
+
+
+_PROBED = (ErrorKind.INTERNAL, ErrorKind.VERIFIER_FAILED, ErrorKind.SETUP_FAILED, ErrorKind.AGENT_FAILED,
+           ErrorKind.TIMEOUT)
+"""Error kinds whose real cause may be a dead sandbox: the sandbox is probed before they are reported."""
+
+
+def _sandbox_gone(provider: SandboxProvider, sandbox_id: str, timeout_s: float) -> bool:
+    """Whether ``sandbox_id`` no longer runs commands (a probe that fails or hangs says it is gone)."""
+    if not sandbox_id:
+        return False
+    try:
+        _call("probe", min(timeout_s, 10.0), threading.Event(), lambda: provider.exec(sandbox_id, "true", 5.0))
+    except Exception:
+        return True
+    return False
 
 
 def _check_calls(records: list[Any], agent: AgentRun | None, require_token_ids: bool) -> None:
