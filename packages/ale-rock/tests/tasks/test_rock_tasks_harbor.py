@@ -19,7 +19,6 @@ from ale_rock.tasks.runner import LocalDirRunner
 from typer.testing import CliRunner
 
 
-
 def _fixtures() -> Any:
     # Tests run with --import-mode=importlib: load the helper module by path.
     import importlib.util

@@ -105,10 +105,11 @@ def validate_many(
 
     def one(t: Task | Path | str) -> ValidationReport:
         if runner_for is not None and not isinstance(t, Task):
+            src = Path(t)
             try:
-                t = load_task(t)
+                t = load_task(src)
             except TaskFormatError as e:
-                rep = ValidationReport(task_id=Path(t).name, path=Path(t), problems=[str(e)])
+                rep = ValidationReport(task_id=src.name, path=src, problems=[str(e)])
                 if on_done is not None:
                     on_done(rep)
                 return rep
