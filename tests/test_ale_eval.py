@@ -69,8 +69,8 @@ def test_pass_at_1_is_the_per_run_rate_averaged_over_runs() -> None:
     assert s["pass_at_1_per_run"] == [pytest.approx(1 / 3, abs=1e-4), pytest.approx(2 / 3, abs=1e-4)]
     assert s["pass_at_1"] == pytest.approx(0.5, abs=1e-4)
     assert s["domains"] == {
-        "games": {"tasks": 2, "pass_at_1": 0.75, "mean_turns": 3.5},
-        "security": {"tasks": 1, "pass_at_1": 0.0, "mean_turns": 2.0},
+        "games": {"tasks": 2, "pass_at_1": 0.75, "scored": 4, "failures": 1, "errors": 0, "mean_turns": 3.5},
+        "security": {"tasks": 1, "pass_at_1": 0.0, "scored": 2, "failures": 2, "errors": 0, "mean_turns": 2.0},
     }
     by_id = {t["id"]: t for t in s["tasks"]}
     assert by_id["b"]["pass_at_1"] == 0.5 and [r["success"] for r in by_id["b"]["runs"]] == [False, True]
@@ -78,6 +78,25 @@ def test_pass_at_1_is_the_per_run_rate_averaged_over_runs() -> None:
     text = table_text(s)
     for needle in ("games", "security", "75.0%", "50.0%", "3.5"):
         assert needle in text
+
+
+def test_errors_are_counted_apart_from_failures_and_out_of_pass_at_1() -> None:
+    cfg = EvalConfig(base_url="http://x/v1", model="m", runs=2)
+    lost = EpisodeResult(task="b", domain="games", run=1, error="sandbox died", error_kind="sandbox_lost")
+    results = [_ep("a", "games", 1, True, 2), lost, _ep("a", "games", 2, False, 2), _ep("b", "games", 2, True, 3)]
+    s = summarize(cfg, results, ["a", "b"])
+    # Run 1 scored one task (solved), run 2 two (one solved): the error is no 0 in either.
+    assert s["pass_at_1_per_run"] == [1.0, 0.5] and s["pass_at_1"] == 0.75
+    assert (s["episodes"], s["scored"], s["failures"], s["errors"]) == (4, 3, 1, 1)
+    assert s["errors_by_kind"] == {"sandbox_lost": 1}
+    by_id = {t["id"]: t for t in s["tasks"]}
+    assert (by_id["b"]["errors"], by_id["b"]["failures"], by_id["b"]["pass_at_1"]) == (1, 0, 1.0)
+    assert [r["status"] for r in by_id["b"]["runs"]] == ["error", "success"]
+    assert by_id["b"]["runs"][0]["error_kind"] == "sandbox_lost"
+    # Nothing scored: no Pass@1 at all (not 0%).
+    only = summarize(EvalConfig(base_url="http://x/v1", model="m", runs=1), [lost], ["b"])
+    assert only["pass_at_1"] is None and only["pass_at_1_per_run"] == [None] and only["errors"] == 1
+    assert "—" in table_text(only) and "0.0%" not in table_text(only)
 
 
 def test_agent_command_and_its_output() -> None:

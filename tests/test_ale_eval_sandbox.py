@@ -89,8 +89,8 @@ def test_eval_counts_pass_at_1_per_domain_and_saves_everything(scripted_server: 
         "suite": "builtin", "model": "scripted", "runs": 2, "pass_at_1": 0.5}  # fmt: skip
     assert res["pass_at_1_per_run"] == [0.5, 0.5] and res["errors"] == 0 and res["sandboxes_left"] == 0
     assert res["domains"] == {
-        "debugging": {"tasks": 1, "pass_at_1": 1.0, "mean_turns": 2.0},
-        "games": {"tasks": 1, "pass_at_1": 0.0, "mean_turns": 1.0},
+        "debugging": {"tasks": 1, "pass_at_1": 1.0, "scored": 2, "failures": 0, "errors": 0, "mean_turns": 2.0},
+        "games": {"tasks": 1, "pass_at_1": 0.0, "scored": 2, "failures": 2, "errors": 0, "mean_turns": 1.0},
     }
     tasks = {t["id"]: t for t in res["tasks"]}
     assert set(tasks) == {SOLVED, GIVEN_UP}

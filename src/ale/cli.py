@@ -107,7 +107,11 @@ def eval_(
     proxy_address: Annotated[str, typer.Option(help="ModelProxy gRPC address its workers reach.")] = "",
     out: Annotated[Path | None, typer.Option("--out", help="Output dir (default: runs/eval-<time>).")] = None,
 ) -> None:
-    """Run ale-flow on every task of a suite in sandboxes; print Pass@1 per domain; save results."""
+    """Run ale-flow on every task of a suite in sandboxes; print Pass@1 per domain; save results.
+
+    An episode the infrastructure failed (model unreachable or unauthorized, sandbox lost, ...) is
+    an error, counted apart from failures and left out of Pass@1; exit code 3 when every episode errored.
+    """
     from pydantic import ValidationError
     from rich.console import Console
 
@@ -125,13 +129,17 @@ def eval_(
     except ValidationError as e:
         console.print(f"[red]invalid options:[/] {'; '.join(err['msg'] for err in e.errors())}")
         raise typer.Exit(2) from None
-    from ale.eval.report import render_table
+    from ale.eval.report import render_table, summary_line
     from ale.eval.run import run_eval
     from ale.eval.stack import StackError
 
     def progress(done: int, total: int, r: object) -> None:
-        ok = "[green]PASS[/]" if getattr(r, "success", False) else "[red]FAIL[/]"
-        err = f" [yellow]{getattr(r, 'error', '')[:120]}[/]" if getattr(r, "error", "") else ""
+        outcome = getattr(r, "outcome", "")
+        if outcome == "error":  # the infrastructure failed: no score, and said so
+            ok = f"[yellow]ERROR {getattr(r, 'error_kind', '')}[/]"
+        else:
+            ok = "[green]PASS[/]" if outcome == "success" else "[red]FAIL[/]"
+        err = f" [yellow]{getattr(r, 'error', '')[:160]}[/]" if getattr(r, "error", "") else ""
         console.print(f"[{done}/{total}] run {getattr(r, 'run', '')} {getattr(r, 'domain', '')}/"
                       f"{getattr(r, 'task', '')}: {ok} ({getattr(r, 'turns', 0)} turns, "
                       f"{getattr(r, 'duration_s', 0.0):.1f}s){err}")  # fmt: skip
@@ -154,8 +162,12 @@ def eval_(
     finally:
         signal.signal(signal.SIGTERM, previous)
     console.print(render_table(summary))
-    console.print(f"Pass@1 {100 * summary['pass_at_1']:.1f}% over {summary['runs']} run(s) "
-                  f"in {summary['wall_s']:.0f}s; results: {summary['out_dir']}")  # fmt: skip
+    console.print(f"{summary_line(summary)}; {summary['runs']} run(s) in {summary['wall_s']:.0f}s; "
+                  f"results: {summary['out_dir']}")  # fmt: skip
+    if summary["episodes"] and summary["errors"] == summary["episodes"]:
+        # Nothing was measured: not a score of 0 but a broken setup (see the errors above).
+        console.print("[red]ale eval: every episode errored[/]; no score")
+        raise typer.Exit(3)
 
 
 def main() -> None:

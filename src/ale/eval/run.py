@@ -7,7 +7,6 @@ import os
 import secrets
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -41,7 +40,19 @@ class EpisodeResult:
     duration_s: float = 0.0
     tests: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
-    """Set when the episode itself failed (setup, sandbox); the task then counts as failed."""
+    """Set when the infrastructure failed the episode (model unreachable or unauthorized, sandbox
+    lost, setup or verifier failed, a phase timed out): an error, not a failure; it has no score."""
+    error_kind: str = ""
+    """The error's kind (``ale_rock.episode.ErrorKind``: model_unreachable, sandbox_lost, …)."""
+    status: str = ""
+    """success | failure | error ("" is read from ``error`` and ``success``)."""
+    phase_s: dict[str, float] = field(default_factory=dict)
+    """Seconds per phase of the episode (setup, open, agent, close, records, verify, delete)."""
+
+    @property
+    def outcome(self) -> str:
+        """success | failure | error."""
+        return self.status or ("error" if self.error else "success" if self.success else "failure")
 
 
 def load_tasks(cfg: EvalConfig) -> list[Any]:
@@ -72,9 +83,28 @@ def default_out_dir() -> Path:
     return Path(os.environ.get("ALE_RUNS", "runs")).resolve() / f"eval-{stamp}-{secrets.token_hex(2)}"
 
 
-def run_episode(task: Any, run: int, cfg: EvalConfig, ep: Endpoints, provider: Any, tag: str) -> tuple[EpisodeResult, dict[str, Any]]:
-    """One agent-native episode; never raises (a failed episode is a failed task)."""
-    from ale_rock.proxy import run_agent_episode
+@dataclass
+class _FlowCommand:
+    """ale-flow's CLI as the episode's command agent; its own stop reason says whether it gave up
+    on the model (then the episode is an error of the model's kind, not a failure)."""
+
+    command: str
+    files: dict[str, bytes]
+
+    def run(self, ctx: Any, cancel: threading.Event) -> Any:
+        from ale_rock.episode import AgentRun, CommandAgent
+
+        out = CommandAgent(self.command, self.files).run(ctx, cancel)
+        reason = agent.stop_reason(agent.split_output(out.output)[0])
+        return AgentRun(out.exit_code, out.output, out.timed_out, reason, model_failed=reason == "model_error")
+
+
+def run_episode(task: Any, run: int, cfg: EvalConfig, ep: Endpoints, provider: Any, tag: str,
+                proxy: Any = None) -> tuple[EpisodeResult, dict[str, Any]]:
+    """One agent-native episode (ale-rock's one episode implementation); never raises: an episode
+    the infrastructure failed is an error with its kind, apart from the agent's failures."""
+    from ale_rock.episode import run_episode as run_agent_episode
+    from ale_rock.sdk.model_proxy import ModelProxyClient
 
     budget = min(cfg.task_timeout_s, task.spec.limits.agent_s)
     command = agent.agent_command(
@@ -83,25 +113,28 @@ def run_episode(task: Any, run: int, cfg: EvalConfig, ep: Endpoints, provider: A
     )  # fmt: skip
     res = EpisodeResult(task=task.id, domain=task.spec.domain.value, run=run)
     line: dict[str, Any] = {"task": task.id, "domain": res.domain, "run": run}
-    t0 = time.monotonic()
+    own = proxy is None
+    client = ModelProxyClient(ep.proxy_address) if own else proxy
     try:
         out = run_agent_episode(
-            task, command, proxy_address=ep.proxy_address, provider=provider, upstream=ep.upstream,
-            upstream_target=ep.upstream_target, model=ep.model, agent_files={agent.AGENT_ZIP: agent.agent_zip()},
-            budget_s=budget, max_calls=2 * cfg.max_turns + 2, episode_id=f"{tag}-r{run}-{task.id}",
-        )  # fmt: skip
-    except Exception as e:  # a sandbox or setup failure is this episode's result, not the run's end
-        res.error = f"{type(e).__name__}: {e}"
-        res.duration_s = time.monotonic() - t0
-        line.update(asdict(res), traceback=traceback.format_exc()[-4000:])
-        return res, line
-    trajectory, log = agent.split_output(out.agent_output)
-    res.success, res.reward, res.turns = out.success, out.reward, len(out.records)
-    res.stop_reason = agent.stop_reason(trajectory) if not out.agent_timed_out else "timeout"
-    res.agent_exit_code, res.agent_timed_out = out.agent_exit_code, out.agent_timed_out
-    res.tests, res.duration_s = out.tests, time.monotonic() - t0
-    line.update(asdict(res), episode_id=out.episode_id, calls=[asdict(r) for r in out.records],
-                agent_trajectory=trajectory, agent_log=log[-20000:], safety_events=out.safety_events)  # fmt: skip
+            task, _FlowCommand(command, {agent.AGENT_ZIP: agent.agent_zip()}), provider=provider, proxy=client,
+            upstream=ep.upstream, target=ep.upstream_target, model=ep.model, max_calls=2 * cfg.max_turns + 2,
+            budget_s=budget, episode_id=f"{tag}-r{run}-{task.id}",
+        )  # type: ignore[arg-type]  # fmt: skip
+    finally:
+        if own:
+            client.close()
+    output = out.agent.output if out.agent else ""
+    trajectory, log = agent.split_output(output)
+    res.status, res.success, res.reward, res.turns = out.status.value, out.success, out.reward, len(out.records)
+    res.error, res.error_kind = out.error, out.error_kind.value if out.error_kind else ""
+    if out.agent is not None:
+        res.stop_reason = agent.stop_reason(trajectory) if not out.agent.timed_out else "timeout"
+        res.agent_exit_code, res.agent_timed_out = out.agent.exit_code, out.agent.timed_out
+    res.tests, res.duration_s, res.phase_s = out.tests, out.wall_s, dict(out.phase_s)
+    line.update(asdict(res), episode_id=out.episode_id, phase=out.phase, calls=[asdict(r) for r in out.records],
+                agent_trajectory=trajectory, agent_log=log[-20000:], safety_events=out.safety_events,
+                cleanup_error=out.cleanup_error)  # fmt: skip
     return res, line
 
 
@@ -139,14 +172,16 @@ def run_eval(cfg: EvalConfig, progress: Callable[[int, int, EpisodeResult], None
         public = {k: v for k, v in asdict(ep).items() if k != "admin_api_key"}
         (out_dir / "services.json").write_text(json.dumps(public, indent=2) + "\n")
         from ale_rock.envs.sandbox import SdkProvider
+        from ale_rock.sdk.model_proxy import ModelProxyClient
 
         from ale.eval.detached import DetachedExecProvider
 
         sdk = SdkProvider(ep.admin_address, ep.admin_api_key, allow=("model-proxy",))
         provider = DetachedExecProvider(sdk)
+        proxy = ModelProxyClient(ep.proxy_address)
 
         def one(job: tuple[Any, int]) -> EpisodeResult:
-            res, line = run_episode(job[0], job[1], cfg, ep, provider, tag)
+            res, line = run_episode(job[0], job[1], cfg, ep, provider, tag, proxy)
             files.append(job[1], line)
             return res
 
@@ -163,6 +198,7 @@ def run_eval(cfg: EvalConfig, progress: Callable[[int, int, EpisodeResult], None
             pool.shutdown(wait=False, cancel_futures=True)
         left = _sandboxes_left(sdk, tag)
         sdk.client.close()
+        proxy.close()
     summary = summarize(cfg, results, [t.id for t in tasks])
     summary.update(wall_s=round(time.monotonic() - started, 1), sandboxes_left=left, owned_paths=list(owned),
                    trajectories=[str(files.path(r)) for r in range(1, cfg.runs + 1)])  # fmt: skip

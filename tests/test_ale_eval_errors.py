@@ -1,0 +1,88 @@
+"""`ale eval` against a broken model is not a score: through the real stack (LocalCluster,
+bubblewrap sandboxes, ModelProxy, ale-flow inside the sandbox), a real HTTP server on loopback that
+answers every call 401, and an InferenceService address where nothing listens. Each episode is an
+error of its kind (not FAIL), Pass@1 is not 0%, and the command exits 3 (every episode errored)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed")
+
+TASK = "binary-search-bounds"
+
+
+class Unauthorized(BaseHTTPRequestHandler):
+    """Every key is wrong: 401 with OpenAI's error body."""
+
+    protocol_version = "HTTP/1.1"
+    calls = 0
+
+    def log_message(self, *a: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        Unauthorized.calls += 1
+        data = json.dumps({"error": {"message": "Incorrect API key provided: wrong-key", "type": "invalid_request_error",
+                                     "param": None, "code": "invalid_api_key"}}).encode()  # fmt: skip
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture()
+def unauthorized() -> Iterator[str]:
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Unauthorized)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()
+    srv.server_close()
+
+
+def _eval(tmp_path: Path, *upstream: str) -> tuple[Any, dict[str, Any]]:
+    from ale.cli import app
+
+    out = tmp_path / "eval"
+    args = ["eval", *upstream, "--task", TASK, "--runs", "1", "--concurrency", "1", "--max-turns", "2",
+            "--task-timeout", "60", "--out", str(out)]  # fmt: skip
+    r = CliRunner().invoke(app, args)
+    return r, json.loads((out / "results.json").read_text())
+
+
+def _assert_all_errored(r: Any, res: dict[str, Any], kind: str) -> None:
+    assert r.exit_code == 3, r.output
+    assert "ERROR " + kind in r.output and "FAIL" not in r.output and "0.0%" not in r.output, r.output
+    assert "every episode errored" in r.output
+    assert res["pass_at_1"] is None and (res["episodes"], res["errors"], res["failures"], res["scored"]) == (1, 1, 0, 0)
+    assert res["errors_by_kind"] == {kind: 1} and res["sandboxes_left"] == 0
+    (task,) = res["tasks"]
+    assert (task["errors"], task["failures"], task["pass_at_1"]) == (1, 0, None)
+    assert task["runs"][0]["status"] == "error" and task["runs"][0]["error_kind"] == kind
+    assert task["runs"][0]["tests"] == []  # a broken model is not scored by the hidden tests
+
+
+def test_an_unauthorized_endpoint_is_an_error_and_exits_3(unauthorized: str, tmp_path: Path) -> None:
+    r, res = _eval(tmp_path, "--base-url", unauthorized, "--model", "m", "--api-key", "wrong-key")
+    assert Unauthorized.calls >= 1  # the model was really asked, and refused
+    _assert_all_errored(r, res, "model_unauthorized")
+
+
+def test_an_unreachable_inference_address_is_an_error_and_exits_3(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    r, res = _eval(tmp_path, "--inference-address", closed)
+    _assert_all_errored(r, res, "model_unreachable")
