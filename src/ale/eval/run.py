@@ -114,13 +114,14 @@ def run_episode(task: Any, run: int, cfg: EvalConfig, ep: Endpoints, provider: A
     res = EpisodeResult(task=task.id, domain=task.spec.domain.value, run=run)
     line: dict[str, Any] = {"task": task.id, "domain": res.domain, "run": run}
     own = proxy is None
+    upstream: Any = ep.upstream  # "openai" | "inference", checked by EvalConfig
     client = ModelProxyClient(ep.proxy_address) if own else proxy
     try:
         out = run_agent_episode(
             task, _FlowCommand(command, {agent.AGENT_ZIP: agent.agent_zip()}), provider=provider, proxy=client,
-            upstream=ep.upstream, target=ep.upstream_target, model=ep.model, max_calls=2 * cfg.max_turns + 2,
+            upstream=upstream, target=ep.upstream_target, model=ep.model, max_calls=2 * cfg.max_turns + 2,
             budget_s=budget, episode_id=f"{tag}-r{run}-{task.id}",
-        )  # type: ignore[arg-type]  # fmt: skip
+        )  # fmt: skip
     finally:
         if own:
             client.close()
