@@ -31,6 +31,10 @@ def test_failed_calls_by_kind() -> None:
     assert classify_call(_failed("max_tokens: must be positive", status=400)) is None
     assert classify_call(_failed("the episode's limit of 4 calls is reached", status=429)) is None
     assert classify_call(_failed("rate limited", status=429)) is ErrorKind.MODEL_UNREACHABLE
+    # A context the model cannot hold: on the first call nothing was measured; later, the agent outgrew it.
+    overflow = "inference service: the prompt has 3729 tokens; the model's context is 1024"
+    assert classify_call(_failed(overflow)) is ErrorKind.MODEL_ERROR
+    assert classify_call(_failed(overflow, index=3)) is None
 
 
 def test_phase_exceptions_by_kind() -> None:

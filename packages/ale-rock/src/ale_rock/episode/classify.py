@@ -26,7 +26,8 @@ _UNREACHABLE = re.compile(
     re.IGNORECASE,
 )
 _AGENT_LIMIT = re.compile(r"limit of \d+ calls", re.IGNORECASE)
-_AGENT_FAULT = re.compile(r"(context.length|too long|exceeds the context|invalid_value|param)", re.IGNORECASE)
+_AGENT_FAULT = re.compile(r"(invalid_value|param)", re.IGNORECASE)
+_CONTEXT = re.compile(r"(context.length|context is \d+|too long|exceeds the context)", re.IGNORECASE)
 
 
 def call_status(record: Any) -> int:
@@ -63,6 +64,10 @@ def classify_call(record: Any) -> ErrorKind | None:
     if status == 429:
         # The episode's own call budget is the agent's limit; an upstream's rate limit is not.
         return None if _AGENT_LIMIT.search(text) else ErrorKind.MODEL_UNREACHABLE
+    if _CONTEXT.search(text):
+        # The agent's context outgrew the model: its own doing after its first call; on the first
+        # call the model cannot serve this agent at all (a setup error, nothing was measured).
+        return ErrorKind.MODEL_ERROR if getattr(record, "index", 0) == 0 else None
     if status in (400, 413, 422) or (not status and _AGENT_FAULT.search(text)):
         return None  # the agent's request was refused: its own mistake, recorded for training
     return ErrorKind.MODEL_ERROR
