@@ -62,7 +62,10 @@ _FILTERS: dict[str, Callable[[], TrajectoryFilter]] = {
 class Runner(Protocol):
     """What the scheduler and evaluation need of an episode runner (`EpisodeRunner`, `AgentNativeRunner`)."""
 
-    times: EpisodeTimes
+    @property
+    def times(self) -> EpisodeTimes:
+        """The runner's time counters (read-only here: a runner may keep a subclass)."""
+        ...
 
     async def run(self, *, seed: int | None, initial_state_id: str, group_id: str = "",
                   episode_id: str | None = None, params: SamplingParams | None = None) -> Trajectory:
