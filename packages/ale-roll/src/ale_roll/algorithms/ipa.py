@@ -19,11 +19,23 @@ As a loss: L = − Σ_t w_c(t) G_c(t) m_c(t) m_t log π_θ(t) / Σ m (token_mean
 sg(clip(ρ_c, 0, 1)) on T−. The chunk mismatch bounds default to [0.5, 2.0], looser than the
 token bounds [0.8, 1.2] because a chunk's geometric mean already averages token noise (our
 choice; the paper gives no value).
+
+Which policy is π_θold (`ratio_against`, docs/roll.md "IPA's ratio"). The paper's π_θold is the
+policy that *generated* the chunk. `behaviour` (default) takes it as μ, the logprobs the inference
+engine recorded while sampling: free (no extra forward, no old weights kept), and it makes ρ_c act
+under async staleness with one update per batch. The trainer's proximal logprobs π_prox (the
+weights at the start of the batch's updates, `LossInputs.old_logprobs`) then serve the chunk
+mismatch mask m_c = 1[low ≤ geo(π_prox/μ) ≤ H_c], which drops chunks whose μ is too far from what
+the trainer computes (too stale, or a numerical gap) — a decoupled objective: μ for the ratio,
+π_prox for the mask. `proximal` takes π_θold = π_prox (ρ_c acts only between the mini-batch
+updates of one batch, AReaL's proximal clip), staleness then reaching the loss only through m_c.
 """
 
 from __future__ import annotations
 
 import torch
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from ale_roll.algorithms.advantage import AdvantageConfig, shape_rewards
@@ -61,6 +73,9 @@ class IPAConfig(BaseModel):
     """Optional Eq. 6 token mask on top of m_c (off: Eq. 9 uses the chunk mask only)."""
     clip_max: float = 1.0
     """Upper truncation of ρ_c on the T− branch."""
+    ratio_against: Literal["behaviour", "proximal"] = "behaviour"
+    """π_θold of ρ_c: μ recorded at generation (acts under staleness) or the weights at the start of
+    the batch's updates (acts only across mini-batches); see the module docstring."""
 
 
 def _chunk_ids_or_fail(inputs: LossInputs) -> torch.Tensor:
@@ -118,6 +133,38 @@ def chunk_mismatch_mask(old_logprobs: torch.Tensor, behaviour_logprobs: torch.Te
     return ((ratio >= low) & (ratio <= high)).to(old_logprobs.dtype)
 
 
+def chunk_stats(rho: torch.Tensor, returns: torch.Tensor, kept: torch.Tensor, loss_mask: torch.Tensor,
+                chunk_ids: torch.Tensor, clip_max: float) -> dict[str, float]:
+    """Chunk-level (not token-weighted) metrics: how often the T− clip binds, ρ_c's spread, m_c's drops.
+
+    A chunk counts when it has loss tokens (`loss_mask`, before m_c). "Clipped" is ρ_c above
+    clip_max by more than `_CLIP_TOL` relative: an on-policy chunk's ρ_c is 1 up to the
+    train–inference numerical gap (~1e-6 in float32), which is not the clip acting.
+    """
+    rho_c, counts = per_chunk_mean(rho, loss_mask, chunk_ids)
+    ret_c, _ = per_chunk_mean(returns, loss_mask, chunk_ids)
+    kept_c, _ = per_chunk_mean(kept, loss_mask, chunk_ids)
+    present = counts > 0
+    n = max(int(present.sum()), 1)
+    negative = present & (ret_c <= 0)
+    clipped = negative & (rho_c > clip_max * (1 + _CLIP_TOL))
+    values = rho_c[present & (kept_c > 0.5)]
+    return {
+        "ipa/chunks": float(present.sum()),
+        "ipa/negative_chunks": float(negative.sum()),
+        "ipa/clipped_fraction": float(clipped.sum()) / n,
+        "ipa/clipped_fraction_of_negative": float(clipped.sum()) / max(int(negative.sum()), 1),
+        "ipa/downweighted_fraction": float((negative & (rho_c < 1 - _CLIP_TOL)).sum()) / n,
+        "ipa/mismatch_masked_fraction": float((present & (kept_c < 0.5)).sum()) / n,
+        "ipa/ratio_std": float(values.std(unbiased=False)) if values.numel() else 0.0,
+        "ipa/ratio_min": float(values.min()) if values.numel() else 1.0,
+        "ipa/ratio_max": float(values.max()) if values.numel() else 1.0,
+    }
+
+
+_CLIP_TOL = 1e-3
+
+
 def ipa_loss(inputs: LossInputs, config: IPAConfig) -> LossOutput:
     """Eq. 9 as a scalar loss."""
     chunk_ids = _chunk_ids_or_fail(inputs)
@@ -131,10 +178,13 @@ def ipa_loss(inputs: LossInputs, config: IPAConfig) -> LossOutput:
         kept = token_mismatch_mask(old, behaviour, config.token_mismatch.low, config.token_mismatch.high)
         metrics["mismatch/masked_fraction"] = float(masked_mean(1 - kept, mask))
         mask = mask * kept
+    # m_c compares the trainer's proximal logprobs with μ; ρ_c is against π_θold (see ratio_against).
     chunk_kept = chunk_mismatch_mask(old, behaviour, mask, chunk_ids, config.chunk_mismatch.low,
                                      config.chunk_mismatch.high)
-    rho = chunk_geometric_ratio(inputs.logprobs, old, mask, chunk_ids)
+    reference = behaviour if config.ratio_against == "behaviour" else old
+    rho = chunk_geometric_ratio(inputs.logprobs, reference, mask, chunk_ids)
     metrics["mismatch/chunk_masked_fraction"] = float(masked_mean(1 - chunk_kept, mask))
+    metrics.update(chunk_stats(rho, returns, chunk_kept, mask, chunk_ids, config.clip_max))
     if config.chunk_mismatch.enabled:
         mask = mask * chunk_kept
 
