@@ -1,11 +1,11 @@
 """The agent of an episode: ale-flow's CLI, run unmodified inside the sandbox.
 
 Sandboxes see the host's Python runtime read-only but not ale-flow's source tree, so ale-flow
-travels into each sandbox as one zip (pure Python; zipimport runs it) next to the task files. The
-command moves it out of the work dir first, so the agent (and the hidden tests) never see it.
-Model calls go to ``$OPENAI_BASE_URL``, the episode's ModelProxy URL, through the sandbox's egress
-gateway. After the agent exits, its trajectory JSONL is printed after a marker so it comes back
-with the command's output.
+travels into each sandbox as one zip (pure Python with its bytecode; zipimport runs it) next to the
+task files. The command moves it out of the work dir first, so the agent (and the hidden tests)
+never see it. Model calls go to ``$OPENAI_BASE_URL``, the episode's ModelProxy URL, through the
+sandbox's egress gateway. After the agent exits, its trajectory JSONL is printed after a marker so
+it comes back with the command's output.
 """
 
 from __future__ import annotations
@@ -36,8 +36,23 @@ def agent_zip() -> bytes:
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for p in sorted(root.rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
-                z.write(p, f"ale_flow/{p.relative_to(root).as_posix()}")
+                name = f"ale_flow/{p.relative_to(root).as_posix()}"
+                z.write(p, name)
+                if p.suffix == ".py":
+                    z.writestr(name + "c", _bytecode(p.read_bytes(), f"{_AGENT_DIR}/ale_flow.zip/{name}"))
     return buf.getvalue()
+
+
+def _bytecode(source: bytes, filename: str) -> bytes:
+    """``source`` compiled as an unchecked hash-based .pyc: zipimport loads it next to its .py
+    without compiling (the sandbox may not write bytecode; compiling ale-flow on every agent start
+    cost ~70 ms). Another Python version rejects its magic number and compiles the .py instead."""
+    import importlib.util
+    import marshal
+
+    code = compile(source, filename, "exec", dont_inherit=True)
+    flags = (0b01).to_bytes(4, "little")  # PEP 552: hash-based, not checked against the source
+    return importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
 def agent_command(

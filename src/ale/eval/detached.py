@@ -5,11 +5,14 @@ through the admin to the worker, and such a call can be cut with ``Too many ping
 150 s passed): the admin pings the worker channel every 30 s, more often than the worker's gRPC
 server accepts on a call that carries no data. So episodes start the agent detached in the sandbox (its
 own session, output to a file), poll for its exit status with short calls, and kill its whole
-process group at the budget — the same outcome as one blocking exec, without the long call.
+process group at the budget — the same outcome as one blocking exec, without the long call. A poll
+waits inside the sandbox (up to ``wait_s``, checking every ``poll_s``) and returns as soon as the
+job exits: an agent's end is seen within ``poll_s``, not at the next host-side poll a second later.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 import time
 import uuid
@@ -26,10 +29,11 @@ class DetachedExecProvider:
     """A :class:`SandboxProvider` whose ``exec`` runs commands longer than ``inline_s`` detached."""
 
     def __init__(
-        self, inner: SandboxProvider, inline_s: float = 60.0, poll_s: float = 1.0, kill_grace_s: float = 2.0,
-        jobs_dir: str = _JOBS,
+        self, inner: SandboxProvider, inline_s: float = 60.0, poll_s: float = 0.05, kill_grace_s: float = 2.0,
+        jobs_dir: str = _JOBS, wait_s: float = 20.0,
     ) -> None:
         self.inner, self.inline_s, self.poll_s, self.kill_grace_s = inner, inline_s, poll_s, kill_grace_s
+        self.wait_s = min(wait_s, _SHORT_S - 5)  # one poll call stays a short call
         self.jobs_dir = jobs_dir  # inside the sandbox: its own /tmp, never the work dir the tests see
 
     def create(self, labels: Mapping[str, str] | None = None) -> str:
@@ -65,8 +69,9 @@ class DetachedExecProvider:
         deadline = t0 + timeout_s
         rc: int | None = None
         while rc is None and time.monotonic() < deadline:
-            time.sleep(min(self.poll_s, max(0.0, deadline - time.monotonic())))
-            polled = short(f"cat {job}/rc 2>/dev/null")
+            checks = max(1, math.ceil(min(self.wait_s, deadline - time.monotonic()) / self.poll_s))
+            polled = short(f"n=0; while [ ! -e {job}/rc ] && [ $n -lt {checks} ]; do sleep {self.poll_s:g}; "
+                           f"n=$((n+1)); done; cat {job}/rc 2>/dev/null")
             if polled.output.strip().lstrip("-").isdigit():
                 rc = int(polled.output.strip())
         timed_out = rc is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import ssl
 import time
 import uuid
 from typing import Any
@@ -53,7 +54,11 @@ class OpenAIModel:
         self.config = config
         self.context_window = config.context_window
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        self._client = client or httpx.Client(base_url=config.base_url.rstrip("/"), headers=headers, timeout=config.timeout_s)
+        # Plain http (the ModelProxy seen from a sandbox): no CA store to load (~50 ms of every CLI
+        # start); a context without CAs fails any https redirect closed, never unchecked.
+        verify: Any = True if config.base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        self._client = client or httpx.Client(base_url=config.base_url.rstrip("/"), headers=headers, timeout=config.timeout_s,
+                                              verify=verify)
         self.usage = Usage()
         self.calls = 0
 
