@@ -123,6 +123,10 @@ class AlgorithmConfig(_Section):
     """Registered loss name: reinforce | tis | topr | ipa | sft."""
     config: dict[str, Any] = Field(default_factory=dict)
     """That loss's config (validated against its schema)."""
+    epochs: int = Field(default=1, ge=1)
+    """Passes over each rollout batch (PPO-style reuse); the batch's policy version bumps once."""
+    minibatches: int = Field(default=1, ge=1)
+    """Optimizer steps per pass, each on whole rollout groups (capped at the number of groups)."""
 
     @model_validator(mode="after")
     def _known(self) -> AlgorithmConfig:

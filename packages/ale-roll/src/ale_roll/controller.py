@@ -118,8 +118,11 @@ class Controller:
         r = cfg.rollout
         self.fmt = ChatFormat(self.policy.tokenizer, r.system_prompt, r.observation_template, r.observation_rewrite)
         self.env_factory = env_factory or make_env_factory(cfg.env, r.env_timeout_s)
+        self.version = self.policy.train.policy_version
+        """The policy version rollout sees: bumped once per batch, however many optimizer steps it took
+        (`algorithm.epochs` × `minibatches`), so the async ratio counts weight syncs."""
         self.buffer = SampleBuffer(BufferConfig(async_ratio=r.async_ratio, group_size=r.group_size),
-                                   version=self.policy.train.policy_version)
+                                   version=self.version)
         self.generator = BatchingGenerator(self.policy.inference, max_batch=r.max_batch,
                                            window_s=r.batch_window_ms / 1000, timeout_s=r.generate_timeout_s)
         self.params = SamplingParams(max_tokens=r.max_new_tokens, temperature=r.temperature)
@@ -171,13 +174,13 @@ class Controller:
     # -- weights ----------------------------------------------------------------------------
     def _push_weights(self) -> float:
         t0 = time.perf_counter()
-        self.sync.push(self.policy.train.export_weights(), self.policy.train.policy_version)
+        self.sync.push(self.policy.train.export_weights(), self.version)
         return time.perf_counter() - t0
 
     async def _sync_weights(self) -> float:
         async with self.generator.paused():  # rollout pauses only here
             seconds = await asyncio.to_thread(self._push_weights)
-        self.buffer.set_version(self.policy.train.policy_version)
+        self.buffer.set_version(self.version)
         self.scheduler.wake()
         return seconds
 
@@ -189,7 +192,9 @@ class Controller:
             return False
         self.policy.train.load_checkpoint(ck.engine_dir)
         self.buffer.load_state_dict(ck.buffer_state())
-        self.step = int(ck.run_state()["step"])
+        run_state = ck.run_state()
+        self.step = int(run_state["step"])
+        self.version = int(run_state.get("version", self.policy.train.policy_version))
         self._push_weights()
         self.resumed = True
         return True
@@ -210,8 +215,9 @@ class Controller:
         opt = getattr(self.policy.train, "optimizer", None)
         if opt is not None:
             opt.state.clear()  # RL starts with fresh Adam moments (SFT's are at a 10x larger lr)
+        self.version = self.policy.train.policy_version  # one version per SFT step (no rollout ran yet)
         self._push_weights()
-        self.buffer.set_version(self.policy.train.policy_version)
+        self.buffer.set_version(self.version)
         return {f"sft/{k.split('/', 1)[-1]}": v for k, v in metrics.items()}
 
     async def evaluate(self, episodes: int | None = None) -> dict[str, float]:
@@ -242,7 +248,7 @@ class Controller:
         # The buffer snapshot is taken on the loop thread (no episode mutates it meanwhile); the
         # files are written on a thread so rollout keeps going.
         buffer_state = self.buffer.state_dict()
-        state = {"name": self.cfg.name, "time": time.time()}
+        state = {"name": self.cfg.name, "time": time.time(), "version": self.version}
         await asyncio.to_thread(save_checkpoint, self.out / "checkpoints", self.step, self.policy.train,
                                 buffer_state, state, self.cfg.checkpoint.keep)
 
@@ -258,11 +264,13 @@ class Controller:
                 t0 = time.perf_counter()
                 batch = await self.buffer.aget_batch(r.batch_size, timeout=batch_timeout)
                 t1 = time.perf_counter()
-                version = self.policy.train.policy_version
+                version = self.version
                 self.resources.shrink()
-                metrics: dict[str, Any] = await asyncio.to_thread(train_step, self.policy.train, batch, a.loss, a.config,
-                                                  pad_id=self.policy.pad_id)
+                metrics: dict[str, Any] = await asyncio.to_thread(
+                    train_step, self.policy.train, batch, a.loss, a.config, pad_id=self.policy.pad_id,
+                    epochs=a.epochs, minibatches=a.minibatches, seed=self.cfg.seed + self.step)
                 self.resources.expand()
+                self.version += 1
                 t2 = time.perf_counter()
                 sync_s = await self._sync_weights()
                 self.step += 1
@@ -273,7 +281,8 @@ class Controller:
                 metrics.update(self.scheduler.stats.as_metrics())
                 metrics.update(times)
                 metrics.update({"time/wait_batch_s": t1 - t0, "time/train_s": t2 - t1, "time/sync_s": sync_s,
-                                "time/step_s": now - last, "policy_version": float(self.policy.train.policy_version),
+                                "time/step_s": now - last, "policy_version": float(self.version),
+                                "train/optimizer_steps": float(self.policy.train.policy_version),
                                 "throughput/tokens_per_s": times["rollout/tokens"] / max(now - last, 1e-9),
                                 "batch/states": [t.initial_state_id for t in batch],
                                 "batch/episodes": [t.episode_id for t in batch]})
