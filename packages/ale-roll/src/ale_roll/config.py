@@ -23,6 +23,12 @@ FilterName = Literal["env_noise", "repeated_illegal", "truncated"]
 _DEFAULT_FILTERS: tuple[FilterName, ...] = ("env_noise", "repeated_illegal", "truncated")
 
 
+def _is_import_spec(env_id: str) -> bool:
+    from ale_roll.user_tasks import is_import_spec
+
+    return is_import_spec(env_id)
+
+
 class ConfigError(ValueError):
     """A config problem, phrased for the person who wrote the YAML."""
 
@@ -142,7 +148,8 @@ class EnvConfig(_Section):
     """The environment episodes run in."""
 
     id: str = "game:GuessTheNumber-v0"
-    """Environment id (ale_rock.envs registry)."""
+    """Environment id: registered in ale_rock.envs (`game:DigitLock-v0`), or `module:Class` — your own
+    gem-style env class or factory (imported with the YAML's directory on the path; ale_roll.user_tasks)."""
     address: str | None = None
     """host:port of an EnvService; unset = in-process environments."""
     kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -151,6 +158,27 @@ class EnvConfig(_Section):
     """Seed of initial state 0; state k uses seed + k."""
     eval_seed: int = 1_000_000
     """First seed of held-out evaluation states."""
+    data: str | None = None
+    """Single-turn RLVR instead of `id`: a JSONL of {"prompt": ..., other columns} (relative to the config); seed s plays row s mod len."""
+    eval_data: str | None = None
+    """With `data`: held-out rows for evaluation (unset = `data`'s rows)."""
+    reward_fn: str | None = None
+    """With `data`: `module:function` scoring completions as TRL's GRPOTrainer calls it, fn(prompts=[p], completions=[c], **{column: [v]}) -> [float]."""
+    search_path: list[str] = Field(default_factory=list)
+    """Directories searched for `module:` names (the YAML's directory is always added)."""
+
+    @model_validator(mode="after")
+    def _task_source(self) -> EnvConfig:
+        if (self.data is None) != (self.reward_fn is None):
+            raise ValueError("env.data and env.reward_fn go together (a JSONL of prompts and the function that scores them)")
+        if self.data is not None and "id" in self.model_fields_set:
+            raise ValueError("set env.id or env.data (+ env.reward_fn), not both")
+        if self.eval_data is not None and self.data is None:
+            raise ValueError("env.eval_data needs env.data")
+        if self.address is not None and (self.data is not None or _is_import_spec(self.id)):
+            raise ValueError("env.address (an EnvService) serves registered ids only; a module:Class or "
+                             "env.data task runs in-process (unset env.address)")
+        return self
 
 
 class AgentConfig(_Section):
@@ -369,6 +397,18 @@ class RunConfig(_Section):
             raise ValueError("agent.command: agent.kind=command needs the agent's command")
         if a.kind == "flow" and (a.command or a.files):
             raise ValueError("agent.command / agent.files apply to agent.kind=command only")
+        return self
+
+    @model_validator(mode="after")
+    def _env_paths(self) -> RunConfig:
+        # Made absolute here, so the env section alone (e.g. sent to a Ray rollout worker) finds them.
+        e = self.env
+        e.data = str(self.resolve(e.data)) if e.data is not None else None
+        e.eval_data = str(self.resolve(e.eval_data)) if e.eval_data is not None else None
+        e.search_path = [str(self.resolve(d)) for d in e.search_path]
+        here = str(Path(self.config_dir).resolve())
+        if here not in e.search_path:
+            e.search_path.append(here)
         return self
 
     def resolve(self, path: str) -> Path:

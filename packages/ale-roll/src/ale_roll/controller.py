@@ -53,6 +53,7 @@ from ale_roll.trainer.resources import ResourceManager
 from ale_roll.trainer.setup import Policy, build_policy
 from ale_roll.trainer.step import set_lr, train_step, trajectory_metrics
 from ale_roll.types import Trajectory
+from ale_roll.user_tasks import local_env_factory
 
 _FILTERS: dict[str, Callable[[], TrajectoryFilter]] = {
     "env_noise": EnvironmentNoiseFilter, "repeated_illegal": RepeatedIllegalToolCallFilter, "truncated": TruncatedFilter,
@@ -84,14 +85,15 @@ class _NotStarted:
 
 
 def make_env_factory(cfg: EnvConfig, timeout_s: float) -> Callable[[], GemEnv]:
-    """gem-like environments: in-process, or EnvService clients sharing one channel."""
+    """gem-like environments: in-process (an ale-rock id, your `module:Class`, or `data` + `reward_fn`;
+    `ale_roll.user_tasks`), or EnvService clients sharing one channel."""
+    if cfg.address is None:
+        return local_env_factory(cfg.id, cfg.kwargs, cfg.search_path, cfg.data, cfg.eval_data, cfg.reward_fn,
+                                 cfg.eval_seed)
     try:
-        from ale_rock.envs import make
+        from ale_rock.envs.batch_client import BatchEnvClient
     except ImportError as e:
         raise RuntimeError("environments need ale-rock: pip install 'ale-roll[envs]'") from e
-    if cfg.address is None:
-        return lambda: make(cfg.id, **cfg.kwargs)
-    from ale_rock.envs.batch_client import BatchEnvClient
 
     # One client per factory: concurrent episodes' calls share its Batch RPCs (EpisodeRunner awaits
     # the envs' areset / astep / aclose).

@@ -33,9 +33,9 @@ updates of one batch, AReaL's proximal clip), staleness then reaching the loss o
 
 from __future__ import annotations
 
-import torch
 from typing import Literal
 
+import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from ale_roll.algorithms.advantage import AdvantageConfig, shape_rewards

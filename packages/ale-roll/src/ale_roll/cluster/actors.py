@@ -129,12 +129,15 @@ class InferenceActor:
 def _env_factory(cfg: EnvConfig, timeout_s: float) -> Callable[[], Any]:
     """The controller's `make_env_factory`, without importing the controller: a rollout worker then
     never loads torch (seconds per worker on a small CPU)."""
+    if cfg.address is None:
+        from ale_roll.user_tasks import local_env_factory
+
+        return local_env_factory(cfg.id, cfg.kwargs, cfg.search_path, cfg.data, cfg.eval_data, cfg.reward_fn,
+                                 cfg.eval_seed)
     try:
         from ale_rock.envs import make
     except ImportError as e:
         raise RuntimeError("environments need ale-rock: pip install 'ale-roll[envs]'") from e
-    if cfg.address is None:
-        return lambda: make(cfg.id, **cfg.kwargs)
     import grpc
 
     channel = grpc.insecure_channel(cfg.address)
