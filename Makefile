@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PROTO_DIR := packages/ale-proto/proto
 PROTO_OUT := packages/ale-proto/src
 
-.PHONY: setup up down status test lint typecheck proto proto-check bench clean
+.PHONY: setup up down status test lint typecheck proto proto-check bench clean dist
 
 setup:
 	@bash scripts/setup.sh
@@ -35,6 +35,11 @@ proto: setup
 	@$(PY) -m ale_proto.codegen $(PROTO_DIR) $(PROTO_OUT)
 	@cd packages/ale-proto && npx --no-install buf build -o /tmp/ale-v1-current.binpb
 	@$(PY) -m ale_proto.docgen /tmp/ale-v1-current.binpb > docs/contract-reference.md
+
+# Wheels and sdists of the four packages and the `ale` meta-package into dist/, then in any venv:
+# `pip install --find-links dist ale-rock` (each package's README says which line).
+dist: setup
+	@$(PY) scripts/dist.py dist
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b --json || exit 1; done

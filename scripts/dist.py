@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import sys
 import tarfile
@@ -43,17 +44,29 @@ def _cwd(path: Path) -> Iterator[None]:
         os.chdir(old)
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """setuptools narrates every file it copies; keep it, and show it only when a build fails."""
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            yield
+    except BaseException:
+        sys.stderr.write(buf.getvalue())
+        raise
+
+
 def build_one(project: Path, out: Path) -> list[Path]:
     """sdist of `project` into `out`, then a wheel built from that sdist; returns both paths."""
     from setuptools import build_meta  # the PEP 517 backend every pyproject here declares
 
-    with _cwd(project):
+    with _quiet(), _cwd(project):
         sdist = out / build_meta.build_sdist(str(out))
     with tempfile.TemporaryDirectory(prefix="ale-dist-") as tmp:
         with tarfile.open(sdist) as tf:
             tf.extractall(tmp, filter="data")
         (src,) = Path(tmp).iterdir()
-        with _cwd(src):
+        with _quiet(), _cwd(src):
             wheel = out / build_meta.build_wheel(str(out))
     return [sdist, wheel]
 
