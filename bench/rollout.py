@@ -277,7 +277,8 @@ async def _gem_episodes(engine: Any, tokenizer: Any, env_address: str, n: int, c
 GEM_GAME = "game:DigitLock-v0"
 
 
-def agent_native(episodes: int, concurrency: int, task_id: str, model_ms: float, baseline: bool) -> dict[str, Any]:
+def agent_native(episodes: int, concurrency: int, task_id: str, model_ms: float, baseline: bool,
+                 gem_episodes: int = 0, warmup: bool = True) -> dict[str, Any]:
     """A real LocalCluster (admin + worker, bubblewrap sandboxes), the ModelProxy, the InferenceService
     over a scripted model; GEM mode on the same model through the EnvService. See the module docstring."""
     import shutil
@@ -331,9 +332,9 @@ def agent_native(episodes: int, concurrency: int, task_id: str, model_ms: float,
             flow_provider = SdkProvider(cluster.address, cluster.api_key())
             sdk = SdkProvider(cluster.address, cluster.api_key(), allow=("model-proxy",))
             cli_provider = DetachedExecProvider(sdk)
-            # Warm-up (imports, first sandbox, first zip), not measured.
-            runner(_FlowAgent(params), flow_provider, host_client, "warm")(0)
-            runner(_cli_agent(agent.agent_zip(), budget), cli_provider, sandbox_client, "warm")(0)
+            if warmup:  # imports, the first sandbox, the zip: not measured
+                runner(_FlowAgent(params), flow_provider, host_client, "warm")(0)
+                runner(_cli_agent(agent.agent_zip(), budget), cli_provider, sandbox_client, "warm")(0)
             result["flow"] = _episodes("flow", episodes, concurrency,
                                        runner(_FlowAgent(params), flow_provider, host_client, "flow"))  # fmt: skip
             result["cli"] = _episodes("cli", episodes, concurrency, runner(
@@ -346,7 +347,7 @@ def agent_native(episodes: int, concurrency: int, task_id: str, model_ms: float,
             host_client.close()
             sandbox_client.close()
         result["gem_episodes_per_s"] = round(asyncio.run(_gem_episodes(
-            engine, tok, env_server.address, max(episodes * 8, 64), concurrency)), 2)  # fmt: skip
+            engine, tok, env_server.address, gem_episodes or max(episodes * 8, 64), concurrency)), 2)  # fmt: skip
     finally:
         env_server.stop(0)
         host_proxy.stop(0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from ale.eval import agent
 
@@ -49,10 +50,11 @@ def test_plain_http_skips_the_ca_store_and_https_keeps_it() -> None:
     plain = OpenAIModel(OpenAIConfig(base_url="http://model-proxy/v1", model="m"))
     tls = OpenAIModel(OpenAIConfig(base_url="https://api.example.com/v1", model="m"))
     try:
-        ctx = plain._client._transport._pool._ssl_context
+        ctx: Any = plain._client._transport._pool._ssl_context  # type: ignore[attr-defined]
         # Still verifying (an https redirect fails closed), with nothing loaded.
         assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname and ctx.cert_store_stats()["x509_ca"] == 0
-        assert tls._client._transport._pool._ssl_context.cert_store_stats()["x509_ca"] > 0
+        tls_ctx: Any = tls._client._transport._pool._ssl_context  # type: ignore[attr-defined]
+        assert tls_ctx.cert_store_stats()["x509_ca"] > 0
     finally:
         plain.close()
         tls.close()

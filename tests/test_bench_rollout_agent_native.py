@@ -1,0 +1,41 @@
+"""bench/rollout.py's agent-native part on the real stack, tiny: a LocalCluster with bubblewrap
+sandboxes, the ModelProxy and the InferenceService over the scripted model; both agents (ale-flow's
+loop in this process, ale-flow's CLI in the sandbox) and GEM mode on the same model."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "rollout.py"
+
+
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_rollout", BENCH)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_rollout"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_agent_native_figures_come_from_real_episodes() -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed: no sandboxes")
+    out = _bench().agent_native(2, 1, "csv-sales-rollup", 0.0, baseline=False, gem_episodes=16, warmup=False)
+    for agent in ("flow", "cli"):
+        r = out[agent]
+        assert (r["episodes"], r["errors"]) == (2, 0), r["first_error"]
+        assert r["calls_per_episode"] == 1.0  # the scripted model ended each agent's run on its first call
+        assert set(r["phase_p50_ms"]) == {"setup", "open", "agent", "close", "records", "verify", "delete"}
+        assert 0 < r["overhead_p50_ms"] <= r["wall_p50_ms"] and r["model_p50_ms"] > 0
+        assert r["episodes_per_s"] > 0
+    assert out["agent_native_episodes_per_s"] == out["flow"]["episodes_per_s"]
+    assert out["agent_native_episode_overhead_p50_ms"] == out["flow"]["overhead_p50_ms"]
+    assert out["agent_native_cli_episode_overhead_p50_ms"] == out["cli"]["overhead_p50_ms"]
+    assert out["gem_episodes_per_s"] > out["agent_native_episodes_per_s"]  # no sandbox, no process: far cheaper
