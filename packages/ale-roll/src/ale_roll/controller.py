@@ -120,9 +120,8 @@ class Controller:
         r = cfg.rollout
         self.fmt = ChatFormat(self.policy.tokenizer, r.system_prompt, r.observation_template, r.observation_rewrite)
         self.env_factory = env_factory or make_env_factory(cfg.env, r.env_timeout_s)
-        self.version = self.policy.train.policy_version
-        """The policy version rollout sees: bumped once per batch, however many optimizer steps it took
-        (`algorithm.epochs` × `minibatches`), so the async ratio counts weight syncs."""
+        self._surplus_steps = 0
+        """Optimizer steps beyond one per batch (`algorithm.epochs` × `minibatches` > 1): not versions."""
         self.buffer = SampleBuffer(BufferConfig(async_ratio=r.async_ratio, group_size=r.group_size),
                                    version=self.version)
         self.generator = BatchingGenerator(self.policy.inference, max_batch=r.max_batch,
@@ -148,6 +147,12 @@ class Controller:
         self.step = 0
         self.resumed = False
         self.stop_requested = False
+
+    @property
+    def version(self) -> int:
+        """The policy version rollout sees: bumped once per batch (and per SFT step), however many
+        optimizer steps a batch took, so the async ratio counts weight syncs."""
+        return self.policy.train.policy_version - self._surplus_steps
 
     async def _episode(self, entry: FrontierEntry) -> Any:
         return await self.runner.run(seed=entry.seed, initial_state_id=entry.initial_state_id,
@@ -196,7 +201,7 @@ class Controller:
         self.buffer.load_state_dict(ck.buffer_state())
         run_state = ck.run_state()
         self.step = int(run_state["step"])
-        self.version = int(run_state.get("version", self.policy.train.policy_version))
+        self._surplus_steps = self.policy.train.policy_version - int(run_state.get("version", self.policy.train.policy_version))
         self._push_weights()
         self.resumed = True
         return True
@@ -217,7 +222,6 @@ class Controller:
         opt = getattr(self.policy.train, "optimizer", None)
         if opt is not None:
             opt.state.clear()  # RL starts with fresh Adam moments (SFT's are at a 10x larger lr)
-        self.version = self.policy.train.policy_version  # one version per SFT step (no rollout ran yet)
         self._push_weights()
         self.buffer.set_version(self.version)
         return {f"sft/{k.split('/', 1)[-1]}": v for k, v in metrics.items()}
@@ -272,7 +276,7 @@ class Controller:
                     train_step, self.policy.train, batch, a.loss, a.config, pad_id=self.policy.pad_id,
                     epochs=a.epochs, minibatches=a.minibatches, seed=self.cfg.seed + self.step)
                 self.resources.expand()
-                self.version += 1
+                self._surplus_steps += int(metrics.get("train/updates", 1)) - 1
                 t2 = time.perf_counter()
                 sync_s = await self._sync_weights()
                 self.step += 1

@@ -46,3 +46,8 @@ def test_epochs_and_minibatches_clip_within_a_batch(tmp_path: Path) -> None:
         assert s["staleness/mean"] == 0 and s["train/updates"] == 8
         assert s["later/ipa/clipped_fraction"] > 0 and s["later/ipa/ratio_std"] > 0
         assert s["policy_version"] == i and s["train/optimizer_steps"] == 8 * i
+    # Resumed from the final checkpoint, the version keeps counting batches, not optimizer steps.
+    resumed = _run(tmp_path, "iterations=3", "rollout.async_ratio=0", "algorithm.epochs=2", "algorithm.minibatches=4",
+                   "checkpoint.resume=true")
+    assert resumed[-1]["step"] == 3 and resumed[-1]["policy_version"] == 3
+    assert resumed[-1]["train/optimizer_steps"] == 24
