@@ -102,15 +102,21 @@ def test_epochs_and_minibatches_take_several_updates_and_the_ratio_moves() -> No
     engine = _engine()
     batch = []
     for g in range(2):
-        ids = [torch.tensor([[3, 4, 5, 10 + a, 8, 20 + a]]) for a in range(4)]
+        ids = [torch.tensor([[3, 4, 5, 10 + a, 8, 20 + a + 4 * g]]) for a in range(4)]
         for a in range(4):
             lp = engine.forward_logprobs(ids[a])[0]
             # fresh samples: μ is what the current weights give
             batch.append(Trajectory([Turn([3, 4, 5], [10 + a], [float(lp[3])], observation_ids=[8]),
-                                     Turn([], [20 + a], [float(lp[5])])],
+                                     Turn([], [20 + a + 4 * g], [float(lp[5])])],
                                     reward=float(a == g), group_id=f"g{g}"))
     cfg = {"gamma": 0.5, "advantage": {"group_norm": True}}
+    # π_prox is taken per row before the first update: with fresh samples it equals μ whatever order
+    # the mini-batches visit the rows in, so m_c drops nothing.
+    for seed in range(3):  # seeds shuffle the groups differently
+        m1 = train_step(_engine(), batch, "ipa", cfg, epochs=2, minibatches=1, seed=seed)
+        assert m1["ipa/mismatch_masked_fraction"] == 0 and m1["mismatch/kl"] < 1e-6
     m = train_step(engine, batch, "ipa", cfg, epochs=2, minibatches=2)
+    assert m["ipa/mismatch_masked_fraction"] == 0
     assert m["train/updates"] == 4 and engine.policy_version == 4
     assert m["time/proximal_logprobs_s"] > 0
     # the first update is on-policy (ρ = 1 up to float noise); the later ones are not

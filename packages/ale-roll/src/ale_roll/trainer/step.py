@@ -72,7 +72,8 @@ def group_minibatches(group_ids: Sequence[int], minibatches: int, rng: random.Ra
     order = list(groups.values())
     rng.shuffle(order)
     parts = min(max(minibatches, 1), len(order))
-    return [[row for members in order[k::parts] for row in members] for k in range(parts)]
+    # Rows in batch order within a part: a part holding every row is then the batch itself.
+    return [sorted(row for members in order[k::parts] for row in members) for k in range(parts)]
 
 
 def train_step(engine: TrainEngine, trajs: Sequence[Trajectory], loss: str, loss_config: Any = None,
