@@ -16,7 +16,7 @@ import yaml
 from ale_roll.cli import app
 from ale_roll.config import ConfigError, load_config
 from ale_roll.metrics import read_jsonl
-from ale_roll.user_tasks import DatasetEnv, import_object, is_import_spec
+from ale_roll.user_tasks import DatasetEnv, import_object, is_import_spec, local_env_factory
 from typer.testing import CliRunner
 
 WORDS = ["yes", "no", "maybe", "start", "say", ":"]
@@ -111,7 +111,7 @@ def test_config_errors_and_resolution(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text(yaml.safe_dump({**BASE, "env": {"data": "x.jsonl", "reward_fn": "m:f"}}))
     cfg = load_config(tmp_path / "c.yaml")
     assert cfg.env.data == str(tmp_path / "x.jsonl") and str(tmp_path) in cfg.env.search_path
-    with pytest.raises(ValueError, match="cannot import 'no_such_module_here'"):
-        import_object("no_such_module_here:X", [tmp_path])
+    with pytest.raises(ValueError, match="not a registered ale-rock id.*cannot import 'no_such_module_here'"):
+        local_env_factory("no_such_module_here:X", {}, [tmp_path])
     env = DatasetEnv([{"prompt": [{"role": "user", "content": "hi"}], "k": 2}], lambda **kw: kw["k"][0] * 1.5)
     assert env.reset(7) == ("hi", {}) and env.step("x")[1] == 3.0

@@ -74,7 +74,10 @@ def local_env_factory(env_id: str, kwargs: dict[str, Any], search_path: Sequence
         fn = import_object(reward_fn, search_path)
         return lambda: DatasetEnv(rows, fn, eval_rows=eval_rows, eval_seed=eval_seed)
     if is_import_spec(env_id) and not _registered_in_ale_rock(env_id):
-        target = import_object(env_id, search_path)
+        try:
+            target = import_object(env_id, search_path)
+        except ValueError as e:
+            raise ValueError(f"env.id {env_id!r} is not a registered ale-rock id, and as module:Class: {e}") from e
         if not callable(target):
             raise ValueError(f"env.id {env_id!r} is not a class or factory")
         return lambda: target(**kwargs)
