@@ -58,3 +58,33 @@ def test_plain_http_skips_the_ca_store_and_https_keeps_it() -> None:
     finally:
         plain.close()
         tls.close()
+
+
+def test_a_detached_agent_is_seen_ending_at_once_and_late_polls_slow_down(tmp_path: Path) -> None:
+    from ale_rock.envs.sandbox import LocalDirProvider
+
+    from ale.eval.detached import DetachedExecProvider
+
+    inner = LocalDirProvider()
+    calls: list[str] = []
+    real_exec = inner.exec
+
+    def exec_(sid: str, command: str, timeout_s: float) -> Any:
+        calls.append(command)
+        return real_exec(sid, command, timeout_s)
+
+    inner.exec = exec_  # type: ignore[method-assign]
+    provider = DetachedExecProvider(inner, inline_s=0.5, fast_s=0.6, slow_poll_s=0.2, jobs_dir=f"{tmp_path}/jobs")
+    sid = provider.create()
+    try:
+        out = provider.exec(sid, "sleep 0.3; echo done", 30)
+        assert (out.exit_code, out.output) == (0, "done\n")
+        assert out.duration_s < 0.9  # seen within a check or two (0.05 s), not at a poll a second later
+        polls = [c for c in calls if c.startswith("n=0;")]
+        assert len(polls) == 1 and "sleep 0.05;" in polls[0]  # one call waited for the end
+        calls.clear()
+        provider.exec(sid, "sleep 1.0", 30)
+        polls = [c for c in calls if c.startswith("n=0;")]
+        assert "sleep 0.05;" in polls[0] and "sleep 0.2;" in polls[-1]  # past fast_s, slower checks
+    finally:
+        provider.delete(sid)

@@ -6,8 +6,9 @@ through the admin to the worker, and such a call can be cut with ``Too many ping
 server accepts on a call that carries no data. So episodes start the agent detached in the sandbox (its
 own session, output to a file), poll for its exit status with short calls, and kill its whole
 process group at the budget — the same outcome as one blocking exec, without the long call. A poll
-waits inside the sandbox (up to ``wait_s``, checking every ``poll_s``) and returns as soon as the
-job exits: an agent's end is seen within ``poll_s``, not at the next host-side poll a second later.
+waits inside the sandbox (up to ``wait_s``, checking every ``poll_s`` for the first ``fast_s``, then
+every ``slow_poll_s``) and returns as soon as the job exits: a short agent's end is seen within
+``poll_s``, not at the next host-side poll a second later.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ class DetachedExecProvider:
 
     def __init__(
         self, inner: SandboxProvider, inline_s: float = 60.0, poll_s: float = 0.05, kill_grace_s: float = 2.0,
-        jobs_dir: str = _JOBS, wait_s: float = 20.0,
+        jobs_dir: str = _JOBS, wait_s: float = 20.0, fast_s: float = 5.0, slow_poll_s: float = 0.25,
     ) -> None:
         self.inner, self.inline_s, self.poll_s, self.kill_grace_s = inner, inline_s, poll_s, kill_grace_s
+        self.fast_s, self.slow_poll_s = fast_s, slow_poll_s
         self.wait_s = min(wait_s, _SHORT_S - 5)  # one poll call stays a short call
         self.jobs_dir = jobs_dir  # inside the sandbox: its own /tmp, never the work dir the tests see
 
@@ -69,8 +71,14 @@ class DetachedExecProvider:
         deadline = t0 + timeout_s
         rc: int | None = None
         while rc is None and time.monotonic() < deadline:
-            checks = max(1, math.ceil(min(self.wait_s, deadline - time.monotonic()) / self.poll_s))
-            polled = short(f"n=0; while [ ! -e {job}/rc ] && [ $n -lt {checks} ]; do sleep {self.poll_s:g}; "
+            # Every poll_s for the first seconds (short agents end fast), then every slow_poll_s: a
+            # long agent does not fork a sleep 20 times a second for its whole run.
+            now = time.monotonic()
+            fast = now - t0 < self.fast_s
+            step = self.poll_s if fast else max(self.poll_s, self.slow_poll_s)
+            span = min(self.fast_s - (now - t0) if fast else self.wait_s, deadline - now)
+            checks = max(1, math.ceil(span / step))
+            polled = short(f"n=0; while [ ! -e {job}/rc ] && [ $n -lt {checks} ]; do sleep {step:g}; "
                            f"n=$((n+1)); done; cat {job}/rc 2>/dev/null")
             if polled.output.strip().lstrip("-").isdigit():
                 rc = int(polled.output.strip())
