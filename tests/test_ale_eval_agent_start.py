@@ -73,7 +73,7 @@ def test_a_detached_agent_is_seen_ending_at_once_and_late_polls_slow_down(tmp_pa
         calls.append(command)
         return real_exec(sid, command, timeout_s)
 
-    inner.exec = exec_  # type: ignore[method-assign]
+    inner.exec = exec_  # type: ignore[method-assign,assignment]
     provider = DetachedExecProvider(inner, inline_s=0.5, fast_s=0.6, slow_poll_s=0.2, jobs_dir=f"{tmp_path}/jobs")
     sid = provider.create()
     try:
