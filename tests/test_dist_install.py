@@ -7,11 +7,11 @@ and ale-proto, ale-rock and ale-flow must pull no torch.
 
 What is installed for real and what is only resolved (CI time): ale-proto, ale-rock[docker,proxy]
 and bare ale-flow are installed, imported, and their CLI's `--help` is run. The heavier specs are
-resolved by pip without installing (`--dry-run`: the same resolver, the same metadata, no unpacking):
-ale-rock[gem] (gem-llm pulls sympy, matplotlib, nltk: ~70 s to install), ale-flow[mcp,sandbox],
-ale-roll[envs,agent] and the `ale` meta-package (torch: ~65 s and 1.2 GB per venv even from the
-local CPU wheel). ale-roll's wheel is also installed with `--no-deps` and its declared requirements
-checked against the wheelhouse. Third-party packages come from wherever this machine's pip is
+resolved by pip without installing (`--dry-run`: the same resolver, the same metadata, no unpacking),
+in two runs: ale-rock[gem] (gem-llm pulls sympy, matplotlib, nltk: ~70 s to install) with
+ale-flow[mcp,sandbox]; ale-roll[envs,agent,plots] with the `ale` meta-package (torch: ~65 s and
+1.2 GB per venv even from the local CPU wheel). ale-roll's wheel is also installed with `--no-deps`
+and its declared requirements checked against the wheelhouse. Third-party packages come from wherever this machine's pip is
 configured to take them (its local mirrors, then PyPI through pip's cache).
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import venv
@@ -49,20 +50,23 @@ class Case:
     cli: str = ""  # `<cli> --help` after a real install
     ale_expected: frozenset[str] = frozenset()  # exactly these ale-* distributions are pulled
     torch_ok: bool = False
+    only: frozenset[str] = frozenset()  # when set: nothing else may be pulled
 
 
 CASES = [
-    Case("ale-proto", True, "ale_proto.v1.sandbox_pb2_grpc", "", frozenset({"ale-proto"})),
+    # The contract alone pulls protobuf and grpcio (and grpcio's typing-extensions), nothing else.
+    Case("ale-proto", True, "ale_proto.v1.sandbox_pb2_grpc, ale_proto.errors", "", frozenset({"ale-proto"}),
+         only=frozenset({"ale-proto", "protobuf", "grpcio", "typing-extensions"})),
     Case("ale-rock[docker,proxy]", True, "ale_rock.sdk", "ale-rock", frozenset({"ale-proto", "ale-rock"})),
     # Bare ale-flow never needs ale-rock (sandbox workspaces are the [sandbox] extra).
     Case("ale-flow", True, "ale_flow", "ale-flow", frozenset({"ale-proto", "ale-flow"})),
-    Case("ale-rock[gem]", False, ale_expected=frozenset({"ale-proto", "ale-rock"})),
-    Case("ale-flow[mcp,sandbox]", False, ale_expected=frozenset({"ale-proto", "ale-rock", "ale-flow"})),
-    # torch pinned as ale-roll's README says: `torch==2.13.0` takes the local CPU build here.
-    Case("ale-roll[envs,agent] torch==2.13.0", False,
-         ale_expected=frozenset({"ale-proto", "ale-rock", "ale-flow", "ale-roll"}), torch_ok=True),
+    # The remaining extras, resolved together (one resolver run each side of torch: CI time): the
+    # torch-free ones, then ale-roll's and the meta-package's.
+    Case("ale-rock[gem] ale-flow[mcp,sandbox]", False, ale_expected=frozenset({"ale-proto", "ale-rock", "ale-flow"})),
+    # torch pinned as ale-roll's README says (`torch==2.13.0` takes the local CPU build here).
     # `ale==`: PyPI has an unrelated `ale` (0.8.x) that a bare `ale` would resolve to.
-    Case(f"ale=={VERSION} torch==2.13.0", False, ale_expected=frozenset(SIBLINGS), torch_ok=True),
+    Case(f"ale-roll[envs,agent,plots] ale=={VERSION} torch==2.13.0", False,
+         ale_expected=frozenset(SIBLINGS), torch_ok=True),
 ]
 
 
@@ -80,8 +84,7 @@ def _name(meta: dict[str, str]) -> str:
 
 
 def _install(case: Case, wheelhouse: Path, where: Path) -> Result:
-    env_dir = where / case.spec.split("[")[0].split(" ")[0].split("=")[0]
-    env_dir = env_dir.with_name(env_dir.name + ("" if case.install else "-dry"))
+    env_dir = where / re.sub(r"[^a-z0-9]+", "_", case.spec)
     # No pip inside: the test's own pip installs into it (`--python`), which saves ensurepip's ~5 s.
     venv.EnvBuilder(with_pip=False).create(env_dir)
     report = where / f"{env_dir.name}.report.json"
@@ -130,6 +133,8 @@ def test_installs_alone_from_the_wheelhouse(case: Case, results: dict[str, Resul
     assert isinstance(items, list) and items, res.report
     pulled = {_name(i["metadata"]): i for i in items}
     ale = {n for n in pulled if n in SIBLINGS}
+    if case.only:
+        assert set(pulled) <= case.only, sorted(set(pulled) - case.only)
     assert ale == case.ale_expected, sorted(pulled)
     for n in ale:
         # From the wheelhouse, never an index: the names are unpublished (or, `ale`, someone else's).
