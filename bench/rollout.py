@@ -35,7 +35,8 @@ records → verify → delete), ``--agent-concurrency`` at a time, with two agen
   start, the agent's end seen at host-side polls a second apart), measured in the same run.
 Each reports episodes/s and the **overhead** (an episode's wall time minus its model time) p50 with
 the p50 of every phase. ``gem_episodes_per_s`` plays GEM-mode DigitLock through the EnvService on
-the same scripted model and concurrency. Headline keys: ``agent_native_episodes_per_s``,
+the same scripted model and concurrency. ``cli_start`` times the CLI's start alone in one sandbox
+(wall and CPU, now and before). Headline keys: ``agent_native_episodes_per_s``,
 ``agent_native_episode_overhead_p50_ms`` (flow; goal ≤ 150 ms), ``agent_native_cli_*``.
 """
 
@@ -277,8 +278,35 @@ async def _gem_episodes(engine: Any, tokenizer: Any, env_address: str, n: int, c
 GEM_GAME = "game:DigitLock-v0"
 
 
+def cli_start(provider: Any, rounds: int) -> dict[str, Any]:
+    """ale-flow's CLI started in one sandbox against a closed port (it fails its one model call and
+    exits): wall and CPU (user + sys: robust to a busy machine) p50 of the zip as built now (with
+    bytecode, no pydantic plugin scan) and of the source-only zip before it, interleaved."""
+    import sys as _sys
+
+    from ale.eval import agent
+
+    sid = provider.create({"ale.bench": "cli-start"})
+    try:
+        provider.upload(sid, {"now/ale_flow.zip": agent.agent_zip(), "before/ale_flow.zip": _source_only_zip()})
+        args = "-m ale_flow.cli -p hi --yolo --max-steps 1 --base-url http://127.0.0.1:9/v1 --model m -c model.max_retries=0"
+        env = {"now": "PYDANTIC_DISABLE_PLUGINS=__all__ PYTHONPATH=now/ale_flow.zip",
+               "before": "PYTHONPATH=before/ale_flow.zip"}  # fmt: skip
+        times: dict[str, list[tuple[float, float]]] = {k: [] for k in env}
+        for _ in range(rounds):
+            for k, e in env.items():
+                cmd = (f"TIMEFORMAT='%3R %3U %3S'; {{ time env PYTHONDONTWRITEBYTECODE=1 {e} {_sys.executable} {args} "
+                       ">/dev/null 2>&1; } 2>&1")  # fmt: skip
+                wall, user, sys_ = (float(x) for x in provider.exec(sid, cmd, 60).output.split()[-3:])
+                times[k].append((wall, user + sys_))
+    finally:
+        provider.delete(sid)
+    return {f"{k}_{m}_p50_ms": round(statistics.median(t[i] for t in v) * 1000, 1)
+            for k, v in times.items() for i, m in enumerate(("wall", "cpu"))}  # fmt: skip
+
+
 def agent_native(episodes: int, concurrency: int, task_id: str, model_ms: float, baseline: bool,
-                 gem_episodes: int = 0, warmup: bool = True) -> dict[str, Any]:
+                 gem_episodes: int = 0, warmup: bool = True, start_rounds: int = 7) -> dict[str, Any]:
     """A real LocalCluster (admin + worker, bubblewrap sandboxes), the ModelProxy, the InferenceService
     over a scripted model; GEM mode on the same model through the EnvService. See the module docstring."""
     import shutil
@@ -339,6 +367,7 @@ def agent_native(episodes: int, concurrency: int, task_id: str, model_ms: float,
                                        runner(_FlowAgent(params), flow_provider, host_client, "flow"))  # fmt: skip
             result["cli"] = _episodes("cli", episodes, concurrency, runner(
                 _cli_agent(agent.agent_zip(), budget), cli_provider, sandbox_client, "cli"))  # fmt: skip
+            result["cli_start"] = cli_start(sdk, start_rounds)
             if baseline:
                 # Before this round: source-only zip (compiled at every start), host-side polls every second.
                 old = DetachedExecProvider(sdk, poll_s=1.0, wait_s=1.0)

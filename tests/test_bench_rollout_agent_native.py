@@ -27,7 +27,8 @@ def _bench() -> Any:
 def test_agent_native_figures_come_from_real_episodes() -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed: no sandboxes")
-    out = _bench().agent_native(2, 1, "csv-sales-rollup", 0.0, baseline=False, gem_episodes=16, warmup=False)
+    out = _bench().agent_native(2, 1, "csv-sales-rollup", 0.0, baseline=False, gem_episodes=16, warmup=False,
+                               start_rounds=1)
     for agent in ("flow", "cli"):
         r = out[agent]
         assert (r["episodes"], r["errors"]) == (2, 0), r["first_error"]
@@ -39,3 +40,5 @@ def test_agent_native_figures_come_from_real_episodes() -> None:
     assert out["agent_native_episode_overhead_p50_ms"] == out["flow"]["overhead_p50_ms"]
     assert out["agent_native_cli_episode_overhead_p50_ms"] == out["cli"]["overhead_p50_ms"]
     assert out["gem_episodes_per_s"] > out["agent_native_episodes_per_s"]  # no sandbox, no process: far cheaper
+    start = out["cli_start"]
+    assert 0 < start["now_cpu_p50_ms"] <= start["now_wall_p50_ms"] * 2 and start["before_cpu_p50_ms"] > 0
