@@ -214,7 +214,9 @@ def proxy_episode_open(
     request = model_proxy_pb2.OpenEpisodeRequest(
         episode_id=episode_id, sandbox_id=sandbox_id, upstream=kinds[upstream], upstream_target=target,
         model=model, max_calls=max_calls)
-    with grpc.insecure_channel(address) as channel:
+    from ale_rock.grpc_options import channel_options
+
+    with grpc.insecure_channel(address, options=channel_options()) as channel:
         try:
             ep = model_proxy_pb2_grpc.ModelProxyServiceStub(channel).OpenEpisode(request, timeout=30)
         except grpc.RpcError as e:
