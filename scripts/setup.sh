@@ -52,6 +52,27 @@ if ! stamp_ok pip "$H"; then
   echo "$H" > "$STAMPS/pip"
 fi
 
+# --- Third-party wheels for tests/test_dist_install.py, which installs the wheelhouse's packages into
+# fresh venvs with no network (`unshare -n`, `pip install --no-index`): what ale-proto,
+# ale-rock[docker,proxy] and ale-flow pull besides each other (27 wheels, 14 MB; ~6 s). The siblings are
+# dropped: the test takes them from its own `make dist` build, and a second copy here could win.
+DEPS=.cache/dist-deps
+H=$(hash_of scripts/setup.sh scripts/dist.py pyproject.toml packages/*/pyproject.toml /etc/xdg/pip/constraints.txt)
+if ! stamp_ok dist-deps "$H" || [ ! -d "$DEPS" ]; then
+  log "pip download the dist test's third-party wheels into $DEPS"
+  tmp=$(mktemp -d)
+  $VPY scripts/dist.py "$tmp/wheelhouse" >/dev/null
+  rm -rf "$DEPS.part" && mkdir -p "$DEPS.part"
+  if ! $VPY -m pip download -q -d "$DEPS.part" --find-links "$tmp/wheelhouse" \
+      ale-proto "ale-rock[docker,proxy]" ale-flow >"$tmp/log" 2>&1; then
+    grep -v "is ignored: it is neither" "$tmp/log" >&2 || true
+    log "pip download failed"; rm -rf "$tmp" "$DEPS.part"; exit 1
+  fi
+  rm -f "$DEPS.part"/ale_*.whl "$DEPS.part"/ale_*.tar.gz "$DEPS.part"/ale-*.tar.gz
+  rm -rf "$tmp" "$DEPS" && mv "$DEPS.part" "$DEPS"
+  echo "$H" > "$STAMPS/dist-deps"
+fi
+
 # --- npm tools: buf (proto lint + breaking check) and the Node example client.
 for d in packages/ale-proto examples/node; do
   [ -f "$d/package.json" ] || continue
