@@ -89,7 +89,9 @@ def test_sigterm_mid_run_stops_everything(tiny_model: Path, tmp_path: Path) -> N
     import time
 
     out = tmp_path / "eval"
-    args = [sys.executable, "-m", "ale.cli", "eval", "--local-model", str(tiny_model), "--runs", "2",
+    # Many runs, so the run is still going when the signal comes: an episode takes ~1.5 s now, and
+    # two of them could finish (report and all) within the 3 s below.
+    args = [sys.executable, "-m", "ale.cli", "eval", "--local-model", str(tiny_model), "--runs", "60",
             "--max-tokens", "16", "--task", "nim-winning-move", "--out", str(out)]  # fmt: skip
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

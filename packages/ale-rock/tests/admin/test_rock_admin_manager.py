@@ -197,3 +197,33 @@ def test_heartbeat_reconciles_sandboxes_the_admin_does_not_hold(tmp_path: Path) 
         assert m.get("ns", live.id).state == State.RUNNING
 
     asyncio.run(main())
+
+
+def test_a_failed_heartbeat_during_a_stop_does_not_win_over_the_stop(tmp_path: Path) -> None:
+    """The worker kills the processes before the stop call returns: a heartbeat in that window says
+    FAILED. The client asked for a stop, so the sandbox ends STOPPED (seen flaky in a CI run)."""
+
+    async def main() -> None:
+        m, workers = _manager(tmp_path)
+        _join(m, "w")
+        sb = await m.create(_req(), wait=True)
+        w = workers["w:1"]
+        in_stop, release = asyncio.Event(), asyncio.Event()
+
+        async def slow_stop(sandbox_id: str, grace_ms: int, timeout: float) -> None:
+            in_stop.set()
+            await release.wait()
+
+        w.stop = slow_stop  # type: ignore[method-assign]
+        stopping = asyncio.create_task(m.stop("ns", sb.id, 0))
+        await in_stop.wait()
+        assert m.heartbeat("w", [(sb.id, State.FAILED, "its processes died")])
+        release.set()
+        assert (await stopping).state == State.STOPPED
+        assert m.get("ns", sb.id).state == State.STOPPED
+        # Outside a stop, a FAILED report still fails a running sandbox.
+        other = await m.create(_req(), wait=True)
+        assert m.heartbeat("w", [(other.id, State.FAILED, "rocklet died")])
+        assert m.get("ns", other.id).state == State.FAILED
+
+    asyncio.run(main())

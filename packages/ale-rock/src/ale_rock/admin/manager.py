@@ -77,6 +77,7 @@ class SandboxManager:
         self._lost_since: dict[str, float] = {}
         """Lost workers whose sandboxes still wait out ``lost_worker_grace_s`` (monotonic time)."""
         self._reconciling: set[str] = set()
+        self._stopping: set[str] = set()  # stops in flight (a FAILED heartbeat must not win)
         self._lost_reason: dict[str, str] = {}
         self._last_active: dict[str, float] = {}
         self._watchers: list[_Watcher] = []
@@ -284,10 +285,15 @@ class SandboxManager:
         if rec.state == State.PENDING and (task := self._starts.get(sandbox_id)) is not None:
             await asyncio.shield(task)
             return await self.stop(namespace, sandbox_id, grace_ms, reason)
+        # While the worker stops it, its processes die: a heartbeat in that window reports it
+        # FAILED, which must not win over the stop the client asked for.
+        self._stopping.add(sandbox_id)
         try:
             await self.client(rec.worker_id).stop(sandbox_id, grace_ms, timeout=grace_ms / 1000 + 30)
         except WorkerCallError as e:
             raise AdminError(Code.UNAVAILABLE, f"worker {rec.worker_id} could not stop it: {e}") from e
+        finally:
+            self._stopping.discard(sandbox_id)
         return self._transition(sandbox_id, State.STOPPED, reason) or self.get(namespace, sandbox_id)
 
     async def delete(self, namespace: str, sandbox_id: str, reason: str = "deleted by client") -> None:
@@ -360,7 +366,7 @@ class SandboxManager:
                 continue
             if state != State.FAILED:
                 continue  # only failures carry news; the Admin drives every other transition
-            if rec is not None and rec.state == State.RUNNING:
+            if rec is not None and rec.state == State.RUNNING and sid not in self._stopping:
                 self._transition(sid, State.FAILED, message or "its processes died")
         return True
 
