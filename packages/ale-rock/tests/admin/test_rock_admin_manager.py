@@ -227,3 +227,20 @@ def test_a_failed_heartbeat_during_a_stop_does_not_win_over_the_stop(tmp_path: P
         assert m.get("ns", other.id).state == State.FAILED
 
     asyncio.run(main())
+
+
+def test_a_commit_makes_its_name_known_to_its_own_namespace_only(tmp_path: Path) -> None:
+    """With an image allow-list, a commit's name becomes usable by the namespace that made it —
+    not by another one that commits or names the same string."""
+
+    async def main() -> None:
+        m, _ = _manager(tmp_path, images=[])
+        _join(m, "w")
+        sb = await m.create(_req(), wait=True)  # namespace "ns"
+        assert not m.is_known_image("app:v1", "ns")
+        await m.commit("ns", sb.id, "app:v1", 0)
+        assert m.is_known_image("app:v1", "ns")
+        assert not m.is_known_image("app:v1", "other")
+        assert m.is_known_image("", "other")  # the backend default stays open to all
+
+    asyncio.run(main())

@@ -202,9 +202,12 @@ class SandboxManager:
         wanted = states or [s for s in State if s != State.DELETED]
         return self.store.list_sandboxes(namespace=namespace, states=wanted)
 
-    def is_known_image(self, image: str) -> bool:
+    def is_known_image(self, image: str, namespace: str) -> bool:
+        """Whether a create may name ``image``: the allow-list, or a commit of ``namespace`` (another
+        namespace's commit of the same name does not count)."""
         images = self.config.images
-        return images is None or image == "" or image in images or self.store.has_image(image)
+        return (images is None or image == "" or image in images
+                or self.store.has_image(_image_key(namespace, image)))
 
     # -- create ------------------------------------------------------------------------------
     async def create(self, req: CreateRequest, wait: bool) -> SandboxRecord:
@@ -321,9 +324,9 @@ class SandboxManager:
             info = await self.client(rec.worker_id).commit(sandbox_id, name, fmt, timeout=600)
         except WorkerCallError as e:
             raise AdminError(Code.UNAVAILABLE if e.unavailable else Code.INTERNAL, f"commit failed: {e}") from e
-        self.store.add_image(info.image, sandbox_id)
+        self.store.add_image(_image_key(namespace, info.image), sandbox_id)
         if name:
-            self.store.add_image(name, sandbox_id)
+            self.store.add_image(_image_key(namespace, name), sandbox_id)
         return info
 
     def update_spec(self, sandbox_id: str, spec: dict[str, Any]) -> None:
@@ -473,3 +476,9 @@ class SandboxManager:
         for c in self._clients.values():
             await c.close()
         self._clients.clear()
+
+
+def _image_key(namespace: str, image: str) -> str:
+    """The images table's key: commit names are per namespace (two namespaces may both commit
+    ``app:v1``). The unit separator cannot occur in a validated namespace or image name."""
+    return f"{namespace}\x1f{image}"

@@ -57,7 +57,7 @@ class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
         spec = v.create_spec(request.spec, self.m.config, self.m.egress_protected())
         if foreign_snapshot(spec.image, ns):  # another namespace's snapshot: absent for this one
             raise AdminError(Code.NOT_FOUND, f"image {spec.image!r} not found", field="spec.image")
-        if not self._resolve_image(spec) and not self.m.is_known_image(spec.image):
+        if not self._resolve_image(spec) and not self.m.is_known_image(spec.image, ns):
             raise invalid("spec.image", f"unknown image {spec.image!r}")
         rec = await self.m.create(
             CreateRequest(
