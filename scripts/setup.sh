@@ -34,7 +34,7 @@ fi
 VPY=$ROOT/.venv/bin/python
 H=$(hash_of scripts/setup.sh requirements-dev.txt pyproject.toml packages/*/pyproject.toml)
 if ! stamp_ok pip "$H"; then
-  log "pip install (torch CPU build first, see ENVIRONMENT.md)"
+  log "pip install (torch first: a bare torch pulls a multi-GB CUDA build)"
   $VPY -m pip install -q --upgrade pip
   # torch first and pinned: a bare `torch` would pull a multi-GB CUDA build on this machine.
   $VPY -m pip install -q "torch==2.13.0" numpy

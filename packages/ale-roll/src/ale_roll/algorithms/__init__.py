@@ -1,4 +1,4 @@
-"""Loss functions and trajectory-level algorithms (pure torch; see REFERENCE.md §1).
+"""Loss functions and trajectory-level algorithms (pure torch; the paper's equations, see README.md here).
 
 Every loss has the signature `fn(LossInputs, config) -> LossOutput`; look them up by name with
 `get_loss("reinforce" | "tis" | "topr" | "ipa" | "sft")`.

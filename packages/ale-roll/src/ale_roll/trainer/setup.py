@@ -2,7 +2,7 @@
 
 Backends are imported lazily by name, so a torch + HF run never imports deepspeed or vllm.
 `word_vocab` gives a tiny model a word-level tokenizer (one token per word, so every game action is
-one token — what made RL learn on a CPU, see ENVIRONMENT.md); the embedding is resized to it.
+one token — what made RL learn on a CPU, see docs/roll.md, "The example"); the embedding is resized to it.
 """
 
 from __future__ import annotations
