@@ -13,6 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
+from ale_rock.backends.docker_engine import engine_problem
 from ale_rock.envhub.docker_build import LABEL_HASH
 from ale_rock.envhub.hub import EnvHub
 from ale_rock.envhub.registry import BuildStatus, Registry
@@ -23,17 +24,7 @@ REPO = Path(__file__).resolve().parents[4]
 
 
 def _engine_problem() -> str:
-    try:
-        import docker
-    except ImportError:
-        return "docker SDK not installed (pip install 'ale-rock[docker]')"
-    try:
-        client = docker.from_env(timeout=5)
-        client.ping()
-        client.close()
-    except Exception as e:  # noqa: BLE001 - any failure means "no engine"
-        return f"no Docker engine reachable: {e}"
-    return ""
+    return engine_problem()
 
 
 _PROBLEM = _engine_problem()

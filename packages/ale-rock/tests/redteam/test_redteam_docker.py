@@ -18,6 +18,7 @@ import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 from ale_rock.backends.base import Limits, SandboxConfig
+from ale_rock.backends.docker_engine import engine_problem
 
 pytestmark = pytest.mark.docker
 
@@ -29,17 +30,7 @@ SLACK = 8 * MIB
 
 
 def _engine_problem() -> str:
-    try:
-        import docker
-    except ImportError:
-        return "docker SDK not installed (pip install 'ale-rock[docker]')"
-    try:
-        client = docker.from_env(timeout=5)
-        client.ping()
-        client.close()
-    except Exception as e:  # noqa: BLE001 - any failure means "no engine"
-        return f"no Docker engine reachable: {e}"
-    return ""
+    return engine_problem()
 
 
 _PROBLEM = _engine_problem()

@@ -25,6 +25,7 @@ from typing import Any
 import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2, worker_pb2, worker_pb2_grpc
+from ale_rock.backends.docker_engine import engine_problem
 from ale_rock.sdk import Sandbox
 from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
 from ale_rock.sdk.errors import InvalidArgument
@@ -48,17 +49,7 @@ egress_fx = _load("_egress_fixtures")
 
 
 def _engine_problem() -> str:
-    try:
-        import docker
-    except ImportError:
-        return "docker SDK not installed (pip install 'ale-rock[docker]')"
-    try:
-        client = docker.from_env(timeout=5)
-        client.ping()
-        client.close()
-    except Exception as e:  # noqa: BLE001 - any failure means "no engine"
-        return f"no Docker engine reachable: {e}"
-    return egress_fx.problem()
+    return engine_problem() or egress_fx.problem()
 
 
 _PROBLEM = _engine_problem()
