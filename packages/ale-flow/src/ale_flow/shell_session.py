@@ -13,6 +13,7 @@ interleaved in the order they were written, the same exit statuses.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pty
 import re
@@ -87,9 +88,21 @@ class _Capture:
         self.data += chunk[: max(room, 0)]
 
 
-def _default_signals() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+@functools.cache
+def _signal_reset_prefix() -> tuple[str, ...]:
+    """``env --default-signal=INT,QUIT`` where coreutils has it (8.31+), else nothing.
+
+    A parent started in the background (`cmd &`) passes SIGINT/SIGQUIT on as ignored, and bash
+    cannot un-ignore them, so they are reset before bash starts. Not with a Popen
+    ``preexec_fn``: that forks and runs Python in the child of a process whose gRPC threads
+    hold locks (the Flow service runs agents in one), and gRPC's fork handlers then abort the
+    child (``Check failed: next_worker->state == KICKED``) before it reaches exec.
+    """
+    try:
+        ok = subprocess.run(["env", "--default-signal=INT,QUIT", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return ("env", "--default-signal=INT,QUIT") if ok else ()
 
 
 class _Fd:
@@ -161,16 +174,13 @@ class LocalShellSession:
         attrs[1] &= ~termios.ONLCR  # "\n" stays "\n"
         termios.tcsetattr(slave, termios.TCSANOW, attrs)
         self.proc = subprocess.Popen(
-            ["setsid", "-c", "bash", "--norc", "--noprofile", "--noediting", "-i"],
+            [*_signal_reset_prefix(), "setsid", "-c", "bash", "--norc", "--noprofile", "--noediting", "-i"],
             stdin=slave,
             stdout=slave,
             stderr=slave,
             cwd=cwd,
             env={**(os.environ if env is None else env), "PS1": "", "PS2": "", "TERM": "dumb"},
-            close_fds=True,
-            # A parent started in the background (`cmd &`) passes SIGINT/SIGQUIT on as ignored,
-            # and bash cannot un-ignore them: reset, so Ctrl-C stops commands as in a terminal.
-            preexec_fn=_default_signals,
+            close_fds=True,  # no preexec_fn: see _signal_reset_prefix
         )
         os.close(slave)
         self.master = master
