@@ -331,6 +331,9 @@ class Controller:
                 final = await self.evaluate()
                 log.log(self.step, final)
                 summary["final"] = final
+                close = getattr(self.policy.train, "close", None)
+                if close is not None:  # the DeepSpeed engine leaves its process group (all ranks got here)
+                    close()
         finally:
             log.close()
             await self.generator.close()

@@ -67,6 +67,7 @@ def main(model_dir: str, out: str, stage: int) -> None:
     if rank == 0:
         with open(out, "w") as f:
             json.dump(gathered, f)
+    engine.close()
 
 
 if __name__ == "__main__":

@@ -114,6 +114,19 @@ class DeepSpeedTrainEngine:
     def policy_version(self) -> int:
         return self._version
 
+    def close(self) -> None:
+        """Leave the process group on every rank together (a barrier, then destroy).
+
+        Left to interpreter exit, the gloo group's threads are torn down by static destructors
+        in whatever order, and a rank can die with ``terminate called without an active
+        exception`` (SIGABRT) after its work is done, failing the whole launch.
+        """
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
+
     @property
     def module(self) -> torch.nn.Module:
         return self.engine.module
