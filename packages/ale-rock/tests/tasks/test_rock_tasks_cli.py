@@ -27,6 +27,18 @@ def test_list_table() -> None:
     assert res.exit_code == 0 and "tasks" in res.output
 
 
+def test_list_piped_prints_full_ids_tab_separated() -> None:
+    # CliRunner's stdout is not a terminal, as in `ale-rock tasks list | grep ...`.
+    ids = [json.loads(x)["id"] for x in runner.invoke(app, ["list", "--json"]).stdout.splitlines()]
+    res = runner.invoke(app, ["list"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].split("\t") == ["id", "format", "domain", "split", "difficulty", "title"]
+    rows = [line.split("\t") for line in lines[1:]]
+    assert all(len(r) == 6 for r in rows)
+    assert [r[0] for r in rows] == ids and any(len(i) > 12 for i in ids)  # ids a narrow table would cut
+
+
 def test_validate_one_task_ok() -> None:
     task_dir = builtin_suite_dir() / "data_processing" / "csv-sales-rollup"
     res = runner.invoke(app, ["validate", str(task_dir)])

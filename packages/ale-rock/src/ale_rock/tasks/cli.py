@@ -46,10 +46,21 @@ def list_tasks(
                                    "difficulty": s.difficulty.value, "title": s.title, "path": str(t.path),
                                    "format": t.format.value, "steps": [st.name for st in t.steps]}))
         return
-    table = Table("id", "format", "domain", "split", "difficulty", "title")
-    for t in tasks:
-        s = t.spec
-        table.add_row(s.id, t.format.value, s.domain.value, s.split.value, s.difficulty.value, s.title)
+    rows = [(t.spec.id, t.format.value, t.spec.domain.value, t.spec.split.value, t.spec.difficulty.value, t.spec.title) for t in tasks]
+    header = ("id", "format", "domain", "split", "difficulty", "title")
+    if not _console.is_terminal:
+        # Piped (grep, cut, a script): a table sized for 80 columns would cut ids short, so print
+        # tab-separated full values; the count goes to stderr to keep stdout one row per task.
+        for row in [header, *rows]:
+            typer.echo("\t".join(row))
+        typer.echo(f"{len(tasks)} tasks", err=True)
+        return
+    table = Table(*header)
+    # Ids are what users copy into other commands: never cut them; titles wrap instead.
+    table.columns[0].no_wrap = True
+    table.columns[0].min_width = max((len(r[0]) for r in rows), default=2)
+    for row in rows:
+        table.add_row(*row)
     _console.print(table)
     _console.print(f"{len(tasks)} tasks")
 
