@@ -13,8 +13,10 @@ hash_of() { { cat "$@" 2>/dev/null || true; } | sha256sum | cut -c1-16; }
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # --- apt: bubblewrap for the local sandbox backend; docker.io (+ debootstrap for its base image,
-# btrfs-progs for the engine's disk-quota storage, scripts/docker_engine.sh) for the docker backend.
-APT_PKGS=(bubblewrap docker.io debootstrap btrfs-progs iproute2 procps python3-pytest)
+# btrfs-progs for the engine's disk-quota storage, scripts/docker_engine.sh) for the docker backend;
+# the gRPC C++ toolchain (libgrpc++-dev, protobuf-compiler-grpc, cmake, pkg-config) for examples/cpp.
+APT_PKGS=(bubblewrap docker.io debootstrap btrfs-progs iproute2 procps python3-pytest
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc cmake pkg-config g++)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -85,3 +85,70 @@ def test_strict_requests_asyncio() -> None:
             await server.stop(None)
 
     asyncio.run(run())
+
+
+# -- reflection: v1 (what current grpcurl / grpc-js / C++ clients ask for) and v1alpha ------------
+
+REFLECTION_PATHS = ("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+                    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+
+
+def _reflect(ch: grpc.Channel, path: str, *requests: object) -> list[object]:
+    # v1 and v1alpha messages are wire-identical, so the v1alpha classes encode a v1 request.
+    from grpc_reflection.v1alpha import reflection_pb2 as rpb
+
+    call = ch.stream_stream(path, request_serializer=rpb.ServerReflectionRequest.SerializeToString,
+                            response_deserializer=rpb.ServerReflectionResponse.FromString)
+    return list(call(iter(requests), timeout=5))
+
+
+def _check_reflection(port: int) -> None:
+    from google.protobuf import descriptor_pb2
+    from grpc_reflection.v1alpha import reflection_pb2 as rpb
+
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+        for path in REFLECTION_PATHS:
+            listed, described, v1_self = _reflect(
+                ch, path,
+                rpb.ServerReflectionRequest(list_services=""),
+                rpb.ServerReflectionRequest(file_containing_symbol="ale.v1.SandboxService"),
+                rpb.ServerReflectionRequest(file_containing_symbol="grpc.reflection.v1.ServerReflection"),
+            )
+            names = {s.name for s in listed.list_services_response.service}  # type: ignore[attr-defined]
+            assert {"ale.v1.SandboxService", "grpc.reflection.v1.ServerReflection",
+                    "grpc.reflection.v1alpha.ServerReflection"} <= names, (path, names)
+            files = [descriptor_pb2.FileDescriptorProto.FromString(b)
+                     for b in described.file_descriptor_response.file_descriptor_proto]  # type: ignore[attr-defined]
+            assert "SandboxService" in {s.name for f in files for s in f.service}, path
+            own = [descriptor_pb2.FileDescriptorProto.FromString(b)
+                   for b in v1_self.file_descriptor_response.file_descriptor_proto]  # type: ignore[attr-defined]
+            assert own and own[0].package == "grpc.reflection.v1", path
+
+
+def test_reflection_v1_and_v1alpha_sync() -> None:
+    import ale_proto.v1.sandbox_pb2  # noqa: F401 - puts ale.v1.SandboxService in the default pool
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    serving.add_standard_services(server, ["ale.v1.SandboxService"])
+    port = serving.bind(server, "127.0.0.1:0")
+    server.start()
+    try:
+        _check_reflection(port)
+    finally:
+        server.stop(None)
+
+
+def test_reflection_v1_and_v1alpha_asyncio() -> None:
+    import ale_proto.v1.sandbox_pb2  # noqa: F401
+
+    async def run() -> None:
+        server = grpc.aio.server()
+        serving.add_standard_services(server, ["ale.v1.SandboxService"])
+        port = serving.bind(server, "127.0.0.1:0")
+        await server.start()
+        try:
+            await asyncio.to_thread(_check_reflection, port)
+        finally:
+            await server.stop(None)
+
+    asyncio.run(run())

@@ -27,10 +27,68 @@ def add_standard_services(server: Any, service_full_names: Iterable[str]) -> Any
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     for name in ["", *names]:
         servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection(
-        [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
+    _add_reflection(
+        server, [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
     )
     return servicer
+
+
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+"""The stable reflection service. grpcio-reflection ships only v1alpha, but current grpcurl,
+Postman and grpc-js/C++ reflection clients ask for v1 first (and get UNIMPLEMENTED)."""
+
+
+def _add_reflection(server: Any, names: list[str]) -> None:
+    """Serve reflection as both ``grpc.reflection.v1`` and ``grpc.reflection.v1alpha``.
+
+    The two protocols are the same messages under two package names (identical field numbers),
+    so one servicer answers both: v1 is a second route to the v1alpha handler, and a renamed copy
+    of the v1alpha file is added to the descriptor pool so v1 can describe itself too.
+    """
+    import grpc
+    from grpc_reflection.v1alpha import reflection, reflection_pb2
+
+    _register_v1_descriptor(reflection_pb2.DESCRIPTOR)
+    names = [*names, REFLECTION_V1]
+    servicer: Any = (
+        reflection.aio.ReflectionServicer(names)
+        if isinstance(server, grpc.aio.Server)
+        else reflection.ReflectionServicer(names)
+    )
+    method = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+    )
+    for service in (reflection.SERVICE_NAME, REFLECTION_V1):
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service, {"ServerReflectionInfo": method}),)
+        )
+
+
+def _register_v1_descriptor(v1alpha_file: Any) -> None:
+    """Add ``grpc/reflection/v1/reflection.proto`` (v1alpha's file, renamed) to the default pool."""
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindServiceByName(REFLECTION_V1)
+        return  # already there (a newer grpcio-reflection, or a second server in this process)
+    except KeyError:
+        pass
+    proto = descriptor_pb2.FileDescriptorProto()
+    v1alpha_file.CopyToProto(proto)
+    proto.name = "grpc/reflection/v1/reflection.proto"
+    proto.package = "grpc.reflection.v1"
+    for message in proto.message_type:
+        for field in message.field:
+            if field.HasField("type_name"):
+                field.type_name = field.type_name.replace(".grpc.reflection.v1alpha.", ".grpc.reflection.v1.")
+    for service in proto.service:
+        for m in service.method:
+            m.input_type = m.input_type.replace(".grpc.reflection.v1alpha.", ".grpc.reflection.v1.")
+            m.output_type = m.output_type.replace(".grpc.reflection.v1alpha.", ".grpc.reflection.v1.")
+    pool.Add(proto)
 
 
 # -- binding: one server per port ---------------------------------------------------------------
