@@ -1,4 +1,4 @@
-"""The ``ale-rock`` command: ``admin``, ``worker``, ``proxy``, ``sandbox …`` and ``bench``.
+"""The ``ale-rock`` command: ``admin``, ``worker``, ``proxy``, ``sandbox …``.
 
 Heavy modules are imported inside the commands, so ``ale-rock --help`` stays fast.
 """
@@ -443,23 +443,6 @@ def sandbox_stats(
 
     stats = _run(lambda: Sandbox(sandbox_id, _client(address, api_key)).stats())
     typer.echo(json.dumps(asdict(stats)))
-
-
-# -- bench -----------------------------------------------------------------------------------------
-@app.command()
-def bench(
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object only.")] = False,
-    concurrent: Annotated[int, typer.Option(help="Sandboxes held alive at once.")] = 100,
-    iterations: Annotated[int, typer.Option(help="Create→first-exec and exec samples.")] = 50,
-    docker_runs: Annotated[int, typer.Option(help="docker run --rm samples (0 = skip).")] = 10,
-    backend: Annotated[str, typer.Option(help="Backend for the sandboxes.")] = "local",
-) -> None:
-    """Start an admin and a worker on free local ports and measure them through the SDK."""
-    from ale_rock.bench import BenchConfig, run_bench
-
-    result = run_bench(BenchConfig(concurrent=concurrent, iterations=iterations, docker_runs=docker_runs,
-                                   backend=backend), progress=not as_json)
-    typer.echo(json.dumps(result))
 
 
 def main() -> None:

@@ -74,21 +74,3 @@ def test_restart_adopts_claimed_sandboxes_and_reaps_old_pool(base_image, rocklet
         second.close()
         second.root.rmdir()
     assert docker_ps(f"ale.worker={worker}") == []
-
-
-def test_bench_measures_pooled_cold_and_docker_run_without_leaks(base_image, docker_ps) -> None:
-    from ale_rock.backends.docker_bench import measure
-
-    worker = f"b{uuid.uuid4().hex[:8]}"
-    pooled, cold = _pooled(base_image, worker, 1), _pooled(base_image, worker + "c", 0)
-    try:
-        out = measure(pooled, n=1, cold=cold)
-    finally:
-        for b in (pooled, cold):
-            b.reap_orphans(set())
-            b.close()
-            b.root.rmdir()
-    assert out["n"] == 1
-    for key in ("docker_run_p50_ms", "docker_create_p50_ms", "docker_create_cold_p50_ms"):
-        assert out[key] > 0, out
-    assert docker_ps(f"ale.worker={worker}") == [] and docker_ps(f"ale.worker={worker}c") == []

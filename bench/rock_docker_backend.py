@@ -1,9 +1,10 @@
 """Docker backend create latency vs a bare ``docker run --rm IMAGE true``, in the same run.
 
-``python -m ale_rock.backends.docker_bench --n 10`` prints one JSON object: the create -> first
-exec p50 with a warm pool of one, the same for cold starts, and the bare ``docker run`` p50, all
-measured interleaved in the same run. ``ale-rock bench`` can call :func:`measure` (or
-:func:`docker_run_ms` for its ``docker_run_p50_ms`` baseline).
+    python bench/rock_docker_backend.py --json [--n 10] [--pool-size 1]
+
+prints one JSON object: the create -> first exec p50 with a warm pool of one, the same for cold
+starts, and the bare ``docker run`` p50, all measured interleaved in the same run. Without a Docker
+engine it prints ``{"skipped": "<why>"}`` (``make bench`` runs every script here).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 import grpc
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
-
 from ale_rock.backends.base import SandboxConfig
 from ale_rock.grpc_options import channel_options
 
@@ -102,11 +102,16 @@ def measure(backend: Any, n: int = 10, cold: Any = None) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     """Print :func:`measure` as JSON."""
     from ale_rock.backends.docker import DockerBackend, DockerBackendConfig
+    from ale_rock.backends.docker_engine import engine_problem
 
-    parser = argparse.ArgumentParser(prog="docker_bench")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--pool-size", type=int, default=1, help="warm sandboxes (0 = cold starts only)")
+    parser.add_argument("--json", action="store_true", help="(default) print one JSON object")
     args = parser.parse_args(argv)
+    if problem := engine_problem():
+        print(json.dumps({"skipped": problem}))
+        return 0
     tag = uuid.uuid4().hex[:6]
     backend = DockerBackend(DockerBackendConfig(worker=f"bench{tag}", pool_size=args.pool_size))
     cold = DockerBackend(DockerBackendConfig(worker=f"benchc{tag}", pool_size=0)) if args.pool_size else None

@@ -1,4 +1,6 @@
-"""``ale-rock bench``: an Admin and a Worker on free local ports, measured through the SDK.
+"""ale-rock through its SDK: an Admin and a Worker on free local ports, measured end to end.
+
+    python bench/rock.py --json [--concurrent 100] [--iterations 50] [--docker-runs 10] [--backend local]
 
 Every figure comes from this run, baselines included (a bare local spawn of the same command, and
 ``docker run --rm`` when an engine and an image are available). The result is one JSON object.
@@ -6,7 +8,9 @@ Every figure comes from this run, baselines included (a bare local spawn of the 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -199,15 +203,11 @@ def _direct_worker_rtt(cluster: Any, sandbox_id: str, n: int) -> list[float]:
     import sqlite3
 
     from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
-
     from ale_rock.grpc_options import channel_options
+    from ale_rock.worker.auth import worker_channel
 
     with sqlite3.connect(str(cluster.dir / "admin.db")) as db:
         info = db.execute("SELECT info FROM workers").fetchone()[0]
-    import json
-
-    from ale_rock.worker.auth import worker_channel
-
     worker = json.loads(info)  # the worker's credential is in the admin's store (0600)
     channel = worker_channel(worker["address"], worker.get("secret", ""), options=channel_options())
     stub = rocklet_pb2_grpc.RockletServiceStub(channel)
@@ -248,3 +248,21 @@ async def _concurrent(cluster: Any, cfg: BenchConfig, kw: dict[str, Any], failur
     failures.extend(f"concurrent delete: {d}" for d in dropped if isinstance(d, BaseException))
     await client.close()
     return {"concurrent": alive, "concurrent_create_s": round(created_s, 3)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the figures as one JSON object (progress goes to stderr unless ``--json``)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", action="store_true", help="print only the JSON object")
+    p.add_argument("--concurrent", type=int, default=100, help="sandboxes held alive at once")
+    p.add_argument("--iterations", type=int, default=50, help="create→first-exec and exec samples")
+    p.add_argument("--docker-runs", type=int, default=10, help="docker run --rm samples (0 = skip)")
+    p.add_argument("--backend", default="local", help="backend of the sandboxes")
+    args = p.parse_args(argv)
+    cfg = BenchConfig(concurrent=args.concurrent, iterations=args.iterations, docker_runs=args.docker_runs,
+                      backend=args.backend)
+    print(json.dumps(run_bench(cfg, progress=not args.json)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,5 +1,10 @@
-"""``python -m ale_rock.envhub.bench``: cold vs cached docker build, and sandbox start from a built
-spec vs from the plain base image. Prints JSON. Needs a Docker engine and the base image."""
+"""EnvHub: cold vs cached docker build, and sandbox start from a built spec vs from the plain base image.
+
+    python bench/envhub.py --json [--starts 3]
+
+Prints one JSON object. Needs a Docker engine and the base image; without an engine it prints
+``{"skipped": "<why>"}`` (``make bench`` runs every script here).
+"""
 
 from __future__ import annotations
 
@@ -63,9 +68,15 @@ def run(starts: int = 3, cached_builds: int = 20) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     """Print the figures as JSON."""
-    p = argparse.ArgumentParser(description=__doc__)
+    from ale_rock.backends.docker_engine import engine_problem
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--starts", type=int, default=3)
+    p.add_argument("--json", action="store_true", help="(default) print one JSON object")
     args = p.parse_args(argv)
+    if problem := engine_problem():
+        print(json.dumps({"skipped": problem}))
+        return
     print(json.dumps(run(args.starts)))
 
 

@@ -1,7 +1,9 @@
 """Benchmark of the local backend alone (no admin, no worker): create→first exec, exec round trip
 straight to the Rocklet, N sandboxes held at once, failures and leaks.
 
-``python -m ale_rock.backends.local_bench --samples 20 --concurrent 100 --json``
+    python bench/rock_local_backend.py --json [--samples 20] [--concurrent 50] [--pool-size 2]
+
+The baseline, in the same run: a bare ``/bin/sh -c true`` spawn (``subprocess_p50_ms``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from typing import Any
 
 import grpc
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
-
 from ale_rock.backends.base import Limits, SandboxConfig
 from ale_rock.backends.limits import CGROUP_ROOT
 from ale_rock.backends.local import LocalBackend, LocalBackendConfig
@@ -141,7 +142,7 @@ def run(samples: int, concurrent: int, parallel: int, pool_size: int) -> dict[st
 
 def main(argv: list[str] | None = None) -> int:
     """Print the figures as JSON."""
-    p = argparse.ArgumentParser(prog="ale-rock-local-bench")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--samples", type=int, default=20)
     p.add_argument("--concurrent", type=int, default=50)
     p.add_argument("--parallel", type=int, default=4, help="creates in flight at once")
