@@ -158,7 +158,7 @@ def sandbox_vs_local(n: int) -> dict[str, Any]:
         return {"reason": "bubblewrap is not installed"}
     try:
         from ale_rock.sdk import Sandbox
-        from ale_rock.sdk.cluster import LocalCluster
+        from ale_rock.local_cluster import LocalCluster
     except ImportError:
         return {"reason": "the ale-rock SDK is not installed"}
     from pathlib import Path

@@ -110,7 +110,7 @@ def _leftovers(marker: str) -> dict[str, int]:
 
 def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     """Run every workload and return the figures."""
-    from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+    from ale_rock.local_cluster import LocalCluster, real_worker_argv
     from ale_rock.sdk.sandbox import Sandbox
 
     def say(msg: str) -> None:

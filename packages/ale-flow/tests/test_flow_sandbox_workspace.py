@@ -13,7 +13,7 @@ from ale_flow import Agent, Settings, StopReason
 from ale_flow.events import ToolFinished
 from ale_flow.models.scripted import Reply, ScriptedModel, call
 
-pytest.importorskip("ale_rock.sdk.cluster", reason="the ale-rock SDK (ale-flow[sandbox]) is not installed")
+pytest.importorskip("ale_rock.local_cluster", reason="the ale-rock SDK (ale-flow[sandbox]) is not installed")
 pytestmark = [
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed"),
     pytest.mark.slow,
@@ -23,7 +23,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from ale_rock.sdk import Sandbox
-    from ale_rock.sdk.cluster import LocalCluster
+    from ale_rock.local_cluster import LocalCluster
 
     with LocalCluster(workers=1, workdir=tmp_path_factory.mktemp("flow-cluster")) as cluster, Sandbox.create(client=cluster.client()) as sb:
         yield sb

@@ -94,7 +94,7 @@ def _start_proxy(cfg: EvalConfig) -> Any:
 
 
 def _start_cluster(proxy_http: str, workdir: Path, concurrency: int) -> Any:
-    from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+    from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
     workdir.mkdir(parents=True, exist_ok=True)
     # Each sandbox asks for one core; agents mostly wait on the model, so the worker offers a core

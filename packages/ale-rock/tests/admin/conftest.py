@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
 FAKE_WORKER = Path(__file__).with_name("rock_fake_worker.py")
 

@@ -28,7 +28,7 @@ from ale_rock import (
     Unauthenticated,
     Unavailable,
 )
-from ale_rock.sdk.cluster import LocalCluster
+from ale_rock.local_cluster import LocalCluster
 
 FAST = {"heartbeat_interval_ms": 200, "worker_lost_after_s": 1.5, "lost_worker_grace_s": 0, "reaper_interval_s": 0.2}
 

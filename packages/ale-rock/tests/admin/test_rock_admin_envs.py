@@ -30,7 +30,7 @@ def failure(fn: Any) -> tuple[grpc.StatusCode, common_pb2.ErrorDetail]:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from ale_rock.sdk.cluster import LocalCluster
+    from ale_rock.local_cluster import LocalCluster
 
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap (apt bubblewrap) is not installed")

@@ -8,7 +8,7 @@ import pytest
 from ale_proto.errors import error_detail_of
 from ale_proto.v1 import common_pb2, sandbox_pb2, sandbox_pb2_grpc
 from ale_rock import Sandbox
-from ale_rock.sdk.cluster import LocalCluster
+from ale_rock.local_cluster import LocalCluster
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

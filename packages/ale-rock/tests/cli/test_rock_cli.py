@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from ale_rock.cli import app
-from ale_rock.sdk.cluster import LocalCluster
+from ale_rock.local_cluster import LocalCluster
 from typer.testing import CliRunner
 
 

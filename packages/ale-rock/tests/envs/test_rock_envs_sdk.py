@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def env_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from ale_rock.sdk.cluster import LocalCluster
+    from ale_rock.local_cluster import LocalCluster
 
     workdir: Path = tmp_path_factory.mktemp("rock-envs-sdk")
     with LocalCluster(workers=1, workdir=workdir) as cluster:

@@ -65,7 +65,7 @@ print(json.dumps({"own": own, "mixed": mixed}))
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+    from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()

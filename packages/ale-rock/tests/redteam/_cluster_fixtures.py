@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
 FAST_ADMIN = {"heartbeat_interval_ms": 200, "reaper_interval_s": 0.2, "worker_lost_after_s": 1.5,
               "lost_worker_grace_s": 60}

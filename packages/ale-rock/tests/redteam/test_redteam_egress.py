@@ -24,7 +24,7 @@ from ale_rock.egress.admission import local_addresses, rule_problem
 from ale_rock.egress.gateway import TOKEN_METADATA_KEY, EgressGateway
 from ale_rock.egress.policy import Rule
 from ale_rock.sdk import Sandbox
-from ale_rock.sdk.cluster import LocalCluster
+from ale_rock.local_cluster import LocalCluster
 from ale_rock.sdk.errors import InvalidArgument
 
 

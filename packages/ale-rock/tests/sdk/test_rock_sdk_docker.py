@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from ale_rock import Sandbox
-from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
 
 def _engine_up() -> bool:

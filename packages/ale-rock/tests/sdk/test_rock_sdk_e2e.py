@@ -16,7 +16,7 @@ from ale_rock import (
     Sandbox,
     SandboxGroup,
 )
-from ale_rock.sdk.cluster import LocalCluster
+from ale_rock.local_cluster import LocalCluster
 
 
 def test_exec_session_and_small_files(cluster: LocalCluster) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from ale_rock import AsyncSandbox, Sandbox
-from ale_rock.sdk.cluster import LocalCluster
+from ale_rock.local_cluster import LocalCluster
 from ale_rock.sdk.errors import FileNotFound, SandboxError, SandboxNotFound
 
 

@@ -41,7 +41,7 @@ cli = CliRunner()
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from ale_rock.sdk.cluster import LocalCluster
+    from ale_rock.local_cluster import LocalCluster
 
     with LocalCluster(workers=1, workdir=tmp_path_factory.mktemp("rock-harbor")) as c:
         yield c

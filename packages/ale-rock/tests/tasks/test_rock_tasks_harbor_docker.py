@@ -32,7 +32,7 @@ _spec.loader.exec_module(fx)
 
 @pytest.fixture(scope="module")
 def docker_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+    from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
     repo = Path(__file__).resolve().parents[4]
     subprocess.run(["bash", str(repo / "scripts" / "build_base_image.sh")], check=True, timeout=900)

@@ -71,7 +71,7 @@ def test_safety_score_counts() -> None:
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed")
 def test_safety_tasks_in_real_sandboxes(tmp_path: Path) -> None:
     """The same proof inside bubblewrap sandboxes (Admin + Worker through the SDK)."""
-    from ale_rock.sdk.cluster import LocalCluster
+    from ale_rock.local_cluster import LocalCluster
     from ale_rock.tasks.sandbox_runner import SandboxRunner
 
     with LocalCluster(workers=1, workdir=tmp_path) as cluster:

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from ale_rock.sdk.cluster import LocalCluster
+    from ale_rock.local_cluster import LocalCluster
 
     with LocalCluster(workers=1, workdir=tmp_path_factory.mktemp("rock-tasks")) as c:
         yield c

@@ -139,7 +139,7 @@ def _runner_source(address: str | None, api_key: str | None, backend: str, cpu: 
     if address is not None:
         yield runner_factory_for(Client(address, api_key), backend=backend, cpu=cpu, memory_mib=memory_mib)
         return
-    from ale_rock.sdk.cluster import LocalCluster, real_worker_argv
+    from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
     with LocalCluster(workers=0, worker_argv=real_worker_argv({"backend": backend}), start_timeout_s=120) as c:
         c.start_worker("tasks-run")

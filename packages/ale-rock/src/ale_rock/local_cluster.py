@@ -1,6 +1,8 @@
 """A local cluster of real processes: one Admin and N Workers on free loopback ports.
 
-Used by ``ale-rock bench`` and by tests; also handy for trying the SDK on one machine::
+Not part of the SDK (a client of the cluster): it launches one. ``ale eval`` and ``ale-rock tasks
+run --backend`` start their stack with it, as do ``bench/rock.py`` and the tests; also handy for
+trying the SDK on one machine::
 
     with LocalCluster(workers=1) as cluster:
         with Sandbox.create(client=cluster.client()) as sb: ...
