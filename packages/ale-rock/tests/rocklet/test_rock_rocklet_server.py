@@ -162,6 +162,20 @@ def test_upload_download_over_grpc(rocklet_stub) -> None:
             "header",
             common_pb2.ERROR_CODE_INVALID_ARGUMENT,
         ),
+        (  # "at most 1 MiB per message" is the contract's limit, enforced (2 MiB was accepted)
+            lambda s: s.UploadFile(iter([
+                R.RockletServiceUploadFileRequest(header=sandbox_pb2.UploadHeader(path="chunky")),
+                R.RockletServiceUploadFileRequest(chunk=b"x" * (1 << 20)),
+                R.RockletServiceUploadFileRequest(chunk=b"x" * ((2 << 20) + 1)),
+            ])),
+            "chunk",
+            common_pb2.ERROR_CODE_INVALID_ARGUMENT,
+        ),
+        (
+            lambda s: s.ReadFile(R.RockletServiceReadFileRequest(path="/etc/hostname", limit=(4 << 20) + 1)),
+            "limit",
+            common_pb2.ERROR_CODE_INVALID_ARGUMENT,
+        ),
     ],
 )
 def test_typed_errors(rocklet_stub, call, field: str, code: int) -> None:

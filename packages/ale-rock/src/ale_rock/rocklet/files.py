@@ -20,10 +20,16 @@ from dataclasses import dataclass
 from ale_rock.rocklet.types import RockletError
 
 MAX_PATH = 4096
-# gRPC clients refuse messages over 4 MiB by default: keep every response (data + framing) below.
+# gRPC clients refuse messages over 4 MiB by default: keep every download chunk (data + framing)
+# below, so a client with default settings can stream any file.
 _MAX_PAYLOAD = (4 << 20) - 1024
-DEFAULT_READ_LIMIT = _MAX_PAYLOAD
-MAX_READ_LIMIT = _MAX_PAYLOAD
+# ReadFile returns what the contract says: up to 4 MiB (the Admin's limit on ``limit`` too); a
+# larger ``limit`` is refused by name instead of clamped silently. A full 4 MiB response is a few
+# bytes over gRPC's default receive limit: docs/clients.md says to raise it.
+MAX_READ_LIMIT = 4 << 20
+DEFAULT_READ_LIMIT = MAX_READ_LIMIT
+# UploadFile: "at most 1 MiB per message" (the SDK sends 1 MiB chunks); larger ones are refused.
+MAX_UPLOAD_CHUNK = 1 << 20
 DEFAULT_CHUNK = 1 << 20
 MAX_CHUNK = _MAX_PAYLOAD
 MAX_LIST = 1000
@@ -61,7 +67,9 @@ class FileOps:
     def read(self, path: str, offset: int = 0, limit: int = 0) -> tuple[bytes, int, bool]:
         """Read up to ``limit`` bytes at ``offset``; returns (data, file size, eof)."""
         full = self.resolve(path)
-        limit = min(limit or DEFAULT_READ_LIMIT, MAX_READ_LIMIT)
+        if limit > MAX_READ_LIMIT:
+            raise RockletError("invalid", f"at most {MAX_READ_LIMIT} bytes (4 MiB) per read; read on from offset + len(data)", "limit")
+        limit = limit or DEFAULT_READ_LIMIT
         with _os_errors(full), open(full, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             f.seek(offset)

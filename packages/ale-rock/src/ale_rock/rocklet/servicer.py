@@ -16,7 +16,7 @@ from ale_proto.v1 import common_pb2, rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 from google.protobuf import timestamp_pb2
 
 from ale_rock.rocklet.exec import ExecEngine
-from ale_rock.rocklet.files import FileMeta, FileOps
+from ale_rock.rocklet.files import MAX_UPLOAD_CHUNK, FileMeta, FileOps
 from ale_rock.rocklet.sessions import SessionManager
 from ale_rock.rocklet.types import EndReason, ExecOutcome, ExecRequest, RockletError
 
@@ -236,6 +236,10 @@ class RockletServicer(rocklet_pb2_grpc.RockletServiceServicer):
         def chunks() -> Iterator[bytes]:
             for part in request_iterator:
                 if part.HasField("chunk"):
+                    if len(part.chunk) > MAX_UPLOAD_CHUNK:  # the contract's limit, not the transport's
+                        raise RockletError(
+                            "invalid", f"at most {MAX_UPLOAD_CHUNK} bytes (1 MiB) per message, got {len(part.chunk)}", "chunk"
+                        )
                     yield part.chunk
 
         size, digest = _guard(
