@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -27,17 +26,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
+from ale_proto.serving import free_port
 from ale_proto.v1 import env_pb2, env_pb2_grpc
 from ale_rock.envs.batch_client import BatchEnvClient
 
 ENV_ID = "game:GuessTheNumber-v0"
 Call = Callable[[str, Any], Awaitable[Any]]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(port: int) -> subprocess.Popen[bytes]:

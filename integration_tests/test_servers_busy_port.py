@@ -17,16 +17,11 @@ from pathlib import Path
 
 import grpc
 import pytest
+from ale_proto.serving import free_port
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 ALE_ROCK = [sys.executable, "-c", "from ale_rock.cli import main; main()"]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_serving(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
@@ -64,7 +59,7 @@ def _all_answered(port: int, calls: int = 6) -> None:
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
     """A real Admin and a real ModelProxy, each in its own process, on known ports."""
     d: Path = tmp_path_factory.mktemp("busy")
-    ports = {"admin": _free_port(), "proxy_grpc": _free_port(), "proxy_http": _free_port()}
+    ports = {"admin": free_port(), "proxy_grpc": free_port(), "proxy_http": free_port()}
     admin = subprocess.Popen(
         [*ALE_ROCK, "admin", "--port", str(ports["admin"]), "--db", str(d / "a.db"), "--api-key", "k=ns"],
         env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

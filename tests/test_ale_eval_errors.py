@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ale_proto.serving import free_port
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed")
@@ -81,8 +81,6 @@ def test_an_unauthorized_endpoint_is_an_error_and_exits_3(unauthorized: str, tmp
 
 
 def test_an_unreachable_inference_address_is_an_error_and_exits_3(tmp_path: Path) -> None:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    closed = f"127.0.0.1:{free_port()}"  # a port nothing listens on
     r, res = _eval(tmp_path, "--inference-address", closed)
     _assert_all_errored(r, res, "model_unreachable")

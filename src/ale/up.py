@@ -15,8 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ale_proto.serving import free_port
+
 from ale.config import ConfigError, UpConfig, load_config
-from ale.supervisor import HealthTimeout, ServiceSpec, Stack, Watchdog, free_port
+from ale.supervisor import HealthTimeout, ServiceSpec, Stack, Watchdog
 
 SYSTEM_REQUIREMENTS = {"bwrap": "bubblewrap (apt-get install -y bubblewrap)"}
 
@@ -167,8 +169,8 @@ def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, r
     console = Console()
     try:
         cfg = load_config(config, overrides)
-    except ConfigError as e:
-        console.print(f"[red]config error:[/red] {e}")
+    except ConfigError as e:  # before any run directory exists: `runs/latest` is left alone
+        print(f"error: {e}", file=sys.stderr)
         return 2
     missing = missing_system_pieces()
     if missing:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ale_flow.events import ToolFinished
 from ale_flow.models.scripted import Reply, ScriptedModel, call
+from ale_proto.serving import free_port
 
 mcp = pytest.importorskip("mcp", reason="the mcp SDK (ale-flow[mcp] extra) is not installed")
 
@@ -92,9 +93,7 @@ def test_mcp_streamable_http_server(run_agent, server_script, tmp_path):
     import subprocess
     import time
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, server_script, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

@@ -126,6 +126,19 @@ def _split(address: str) -> tuple[str, int] | None:
         return None
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on at ``host`` right now (the kernel's pick; free until someone binds it).
+
+    For launchers that must pass a port on a command line, and for tests that need an address
+    nothing answers on. A server that can bind port 0 itself should do that instead (no race).
+    """
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
 def port_is_free(address: str) -> bool:
     """True when a plain listener (no SO_REUSEPORT) could bind ``host:port`` right now.
 

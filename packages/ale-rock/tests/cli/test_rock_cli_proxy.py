@@ -8,63 +8,19 @@ import os
 import re
 import select
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import urllib.request
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import grpc
-import pytest
+from ale_proto.serving import free_port
 from ale_proto.v1 import model_proxy_pb2, model_proxy_pb2_grpc
 from ale_rock.cli import app
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from typer.testing import CliRunner
-
-
-class FakeOpenAI(BaseHTTPRequestHandler):
-    """Answers ``POST /v1/chat/completions`` with "echo: <last user message>" and remembers what it got."""
-
-    protocol_version = "HTTP/1.1"
-    seen: list[tuple[str, str, dict[str, Any]]] = []
-
-    def log_message(self, *a: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        FakeOpenAI.seen.append((self.path, self.headers.get("Authorization", ""), body))
-        msg = {"role": "assistant", "content": "echo: " + body["messages"][-1]["content"]}
-        out = {"id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-               "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]}  # fmt: skip
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@pytest.fixture
-def upstream() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    FakeOpenAI.seen = []
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def argv() -> list[str]:
@@ -79,12 +35,12 @@ def read_line(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
     return proc.stdout.readline()
 
 
-def test_proxy_process_serves_health_and_a_chat_then_stops_on_sigterm(upstream: str, tmp_path: Path) -> None:
+def test_proxy_process_serves_health_and_a_chat_then_stops_on_sigterm(openai_upstream: Any, tmp_path: Path) -> None:
     grpc_port, http_port = free_port(), free_port()
     env_key = {"ALE_PROXY_UPSTREAM_API_KEY": "upstream-secret"}
     proc = subprocess.Popen(
         [*argv(), "proxy", "--host", "127.0.0.1", "--grpc-port", str(grpc_port), "--http-port", str(http_port),
-         "--base-url", upstream, "--model", "fake-model"],
+         "--base-url", openai_upstream.url, "--model", "fake-model"],
         stdout=subprocess.PIPE, stderr=(tmp_path / "proxy.log").open("w"), text=True,
         env={**os.environ, **env_key},
     )
@@ -117,7 +73,7 @@ def test_proxy_process_serves_health_and_a_chat_then_stops_on_sigterm(upstream: 
             assert reply["model"] == "fake-model"
             assert stub.CloseEpisode(model_proxy_pb2.CloseEpisodeRequest(episode_id="ep-1"), timeout=10).calls == 1
 
-        [(path, auth, body)] = FakeOpenAI.seen
+        [(path, auth, body)] = openai_upstream.seen
         assert (path, auth, body["model"]) == ("/v1/chat/completions", "Bearer upstream-secret", "fake-model")
 
         proc.send_signal(signal.SIGTERM)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -15,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from ale_proto.serving import free_port
 from ale_rock.envs.sandbox import LocalDirProvider
 from ale_rock.envs.terminal import find_task
 from ale_rock.episode import (
@@ -116,9 +116,7 @@ def test_an_unsolved_task_is_a_failure_and_a_timed_out_agent_too(byte_model: Any
 
 
 def test_an_unreachable_model_is_an_error_not_a_zero(proxy: Any) -> None:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    closed = f"127.0.0.1:{free_port()}"  # a port nothing listens on
     provider = CountingProvider()
     out = _run(proxy, closed, _agent(solve=True), provider, budget_s=60)
     assert out.status is Status.ERROR and out.error_kind is ErrorKind.MODEL_UNREACHABLE, out
@@ -212,9 +210,7 @@ def test_setup_failure_no_model_call_and_a_dead_proxy_are_errors(byte_model: Any
     assert out.error_kind is ErrorKind.SETUP_FAILED and "no disk" in out.error and out.phase == "setup", out
     crashed = _run(proxy, addr, CommandAgent("exit 7"), provider, budget_s=10)
     assert crashed.error_kind is ErrorKind.AGENT_FAILED and "exit 7" in crashed.error, crashed
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    dead = f"127.0.0.1:{free_port()}"
     with ModelProxyClient(dead, timeout_s=1) as client:
         out = run_episode(task, _agent(solve=True), provider=provider, proxy=client, upstream="inference",
                           target=addr)

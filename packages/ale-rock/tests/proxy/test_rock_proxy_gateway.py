@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,27 +18,6 @@ from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed"
 )
-
-
-class Echo(BaseHTTPRequestHandler):
-    """An OpenAI-compatible upstream that echoes the last user message."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *a: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        msg = {"role": "assistant", "content": "echo: " + body["messages"][-1]["content"]}
-        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-               "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]}  # fmt: skip
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
 
 # Runs each call in calls.json: urllib through the sandbox's HTTP proxy (one request per
@@ -78,20 +55,16 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def stack(tmp_path_factory: pytest.TempPathFactory, openai_upstream_server: Any) -> Iterator[Any]:
     from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
     # require_sandbox_header: a call that did not come through a gateway's stamp is refused.
     proxy = serve_model_proxy(ModelProxyConfig(public_base_url="http://model-proxy:80", require_sandbox_header=True))
     workdir: Path = tmp_path_factory.mktemp("rock-proxy-gateway")
     argv = real_worker_argv({"model_proxy_address": proxy.http_url.removeprefix("http://")})
     with LocalCluster(workers=1, workdir=workdir, worker_argv=argv) as cluster:
-        yield proxy, cluster, f"http://127.0.0.1:{upstream.server_address[1]}/v1"
+        yield proxy, cluster, openai_upstream_server.url
     proxy.stop(0)
-    upstream.shutdown()
-    upstream.server_close()
 
 
 def run_agent(sb: Any, calls: list[dict[str, str]]) -> dict[str, list[str]]:

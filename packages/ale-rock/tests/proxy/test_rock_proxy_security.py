@@ -3,9 +3,6 @@ OpenAI-compatible upstream is retried on 429/5xx."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import grpc
@@ -16,52 +13,6 @@ from ale_proto.v1 import common_pb2, model_proxy_pb2, model_proxy_pb2_grpc
 from ale_rock.proxy.http import SANDBOX_HEADER
 
 openai = pytest.importorskip("openai")
-
-
-class FakeOpenAI(BaseHTTPRequestHandler):
-    """An OpenAI-compatible upstream that fails the first ``fail`` requests with 429 / 503."""
-
-    protocol_version = "HTTP/1.1"
-    fail = 0
-    seen: list[dict[str, Any]] = []
-
-    def log_message(self, *a: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).seen.append(body)
-        if type(self).fail > 0:
-            type(self).fail -= 1
-            status, out = (429 if type(self).fail % 2 else 503), {"error": {"message": "busy"}}
-        elif body["messages"][-1]["content"] == "bad":
-            status, out = 400, {"error": {"message": "bad request"}}
-        else:
-            msg = {"role": "assistant", "content": "echo: " + body["messages"][-1]["content"]}
-            status = 200
-            out = {
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
-            }
-        data = json.dumps(out).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@pytest.fixture()
-def fake_openai() -> Any:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    FakeOpenAI.seen, FakeOpenAI.fail = [], 0
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
-    srv.server_close()
 
 
 @pytest.fixture()
@@ -86,9 +37,9 @@ def _open(srv: Any, episode_id: str, target: str, sandbox: str, **kw: Any) -> An
     return stub.OpenEpisode(req, timeout=10), stub
 
 
-def test_a_credential_works_only_for_its_own_episode_and_sandbox(proxy: Any, fake_openai: str) -> None:
-    a, stub = _open(proxy, "ep-a", fake_openai, "sb-a")
-    b, _ = _open(proxy, "ep-b", fake_openai, "sb-b")
+def test_a_credential_works_only_for_its_own_episode_and_sandbox(proxy: Any, openai_upstream: Any) -> None:
+    a, stub = _open(proxy, "ep-a", openai_upstream.url, "sb-a")
+    b, _ = _open(proxy, "ep-b", openai_upstream.url, "sb-b")
     msgs = [{"role": "user", "content": "hi"}]
     ok = openai.OpenAI(base_url=a.base_url, api_key=a.api_key, max_retries=0)
     assert ok.chat.completions.create(model="m", messages=msgs).choices[0].message.content == "echo: hi"
@@ -116,29 +67,29 @@ def test_a_credential_works_only_for_its_own_episode_and_sandbox(proxy: Any, fak
         ok.chat.completions.create(model="m", messages=msgs)
     # Episode ids are unique; unknown ones are NOT_FOUND.
     with pytest.raises(grpc.RpcError) as e:
-        _open(proxy, "ep-b", fake_openai, "sb-c")
+        _open(proxy, "ep-b", openai_upstream.url, "sb-c")
     assert error_detail_of(e.value).code == common_pb2.ERROR_CODE_ALREADY_EXISTS
     with pytest.raises(grpc.RpcError) as e:
         stub.CloseEpisode(model_proxy_pb2.CloseEpisodeRequest(episode_id="nope"), timeout=5)
     assert error_detail_of(e.value).code == common_pb2.ERROR_CODE_NOT_FOUND
 
 
-def test_openai_upstream_retries_429_and_5xx_but_not_4xx(proxy: Any, fake_openai: str) -> None:
-    ep, stub = _open(proxy, "ep-retry", fake_openai, "sb")
+def test_openai_upstream_retries_429_and_5xx_but_not_4xx(proxy: Any, openai_upstream: Any) -> None:
+    ep, stub = _open(proxy, "ep-retry", openai_upstream.url, "sb")
     c = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key, max_retries=0)
     # A model the episode does not serve is a 404 (model_not_found), and never reaches the upstream.
     with pytest.raises(openai.NotFoundError) as nf:
         c.chat.completions.create(model="ignored", messages=[{"role": "user", "content": "x"}])
     assert nf.value.body["code"] == "model_not_found" and nf.value.body["param"] == "model"
-    assert FakeOpenAI.seen == []
-    FakeOpenAI.fail = 3
+    assert openai_upstream.seen == []
+    openai_upstream.fail = 3
     r = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert r.choices[0].message.content == "echo: x"
-    assert len(FakeOpenAI.seen) == 4 and FakeOpenAI.seen[-1]["model"] == "m"
+    assert len(openai_upstream.seen) == 4 and openai_upstream.seen[-1].body["model"] == "m"
     with pytest.raises(openai.BadRequestError):
         c.chat.completions.create(model="m", messages=[{"role": "user", "content": "bad"}])
-    assert len(FakeOpenAI.seen) == 5
-    FakeOpenAI.fail = 99
+    assert len(openai_upstream.seen) == 5
+    openai_upstream.fail = 99
     with pytest.raises(openai.APIStatusError) as err:
         c.chat.completions.create(model="m", messages=[{"role": "user", "content": "y"}])
     assert err.value.status_code == 502
@@ -147,8 +98,8 @@ def test_openai_upstream_retries_429_and_5xx_but_not_4xx(proxy: Any, fake_openai
     assert [bool(m.call.error.message) for m in recs] == [False, True, True]
 
 
-def test_bad_requests_get_http_errors_and_the_server_survives(proxy: Any, fake_openai: str) -> None:
-    ep, _ = _open(proxy, "ep-bad", fake_openai, "sb", max_calls=1)
+def test_bad_requests_get_http_errors_and_the_server_survives(proxy: Any, openai_upstream: Any) -> None:
+    ep, _ = _open(proxy, "ep-bad", openai_upstream.url, "sb", max_calls=1)
     url = ep.base_url + "/chat/completions"
     auth = {"Authorization": f"Bearer {ep.api_key}"}
     with httpx.Client(timeout=10) as h:

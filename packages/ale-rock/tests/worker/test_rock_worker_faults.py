@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from ale_proto.serving import free_port
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2, worker_pb2, worker_pb2_grpc
 from ale_rock.worker.auth import worker_channel
 from ale_rock.worker.config import WorkerConfig
@@ -39,12 +39,6 @@ class FakeRegistry(worker_pb2_grpc.WorkerRegistryServiceServicer):
         return worker_pb2.HeartbeatResponse(heartbeat_interval_ms=100, known=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait(predicate, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -53,7 +47,7 @@ def _wait(predicate, timeout: float = 30.0) -> None:
 
 
 def test_registers_once_the_admin_is_up_and_reaps_what_it_does_not_keep(tmp_path: Path, leaks_of) -> None:
-    port = _free_port()
+    port = free_port()
     handle = serve_worker(
         WorkerConfig(
             state_dir=tmp_path,

@@ -13,11 +13,11 @@ Gradient accumulation follows DeepSpeed: call :meth:`backward` exactly
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from ale_proto.serving import free_port
 from pydantic import BaseModel, ConfigDict, Field
 
 from ale_roll.engines.base import LossFn
@@ -54,9 +54,7 @@ def ensure_dist_env() -> None:
     os.environ.setdefault("WORLD_SIZE", "1")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     if "MASTER_PORT" not in os.environ:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            os.environ["MASTER_PORT"] = str(s.getsockname()[1])
+        os.environ["MASTER_PORT"] = str(free_port())
 
 
 def ds_config(cfg: DeepSpeedConfig, world_size: int) -> dict[str, Any]:
