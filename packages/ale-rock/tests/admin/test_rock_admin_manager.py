@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from ale_rock.admin.config import AdminConfig
 from ale_rock.admin.errors import AdminError, Code
-from ale_rock.admin.manager import CreateRequest, SandboxManager
+from ale_rock.admin.lifecycle import CreateRequest
+from ale_rock.admin.manager import SandboxManager
 from ale_rock.admin.state import State
 from ale_rock.admin.store import Store, WorkerRecord
 from ale_rock.admin.workers import CommitInfo
@@ -154,7 +155,7 @@ def test_idle_stop(tmp_path: Path) -> None:
         m, _ = _manager(tmp_path)
         _join(m, "w")
         rec = await m.create(_req(idle=1), wait=True)
-        m._last_active[rec.id] = time.time() - 5
+        m.sandboxes.touch(rec.id, time.time() - 5)
         await m.upkeep_once()
         await asyncio.sleep(0.05)
         assert m.get("ns", rec.id).state == State.STOPPED and "idle" in m.get("ns", rec.id).message

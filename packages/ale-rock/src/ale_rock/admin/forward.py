@@ -3,31 +3,54 @@ RockletService proxy on the sandbox's worker with metadata ``ale-sandbox-id``.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
 
 from ale_proto.v1 import rocklet_pb2 as rpb
 from ale_proto.v1 import sandbox_pb2 as spb
 
 from ale_rock.admin import validation as v
+from ale_rock.admin.config import AdminConfig
 from ale_rock.admin.errors import invalid
 from ale_rock.admin.rpc import remaining, streaming, unary
 from ale_rock.admin.store import SandboxRecord
+from ale_rock.admin.workers import WorkerClient
 
 SANDBOX_ID_METADATA = "ale-sandbox-id"
 
 
-class ForwardingMixin:
-    """Exec, sessions and files. Needs ``self.m`` (SandboxManager) and ``self._ns``."""
+class Placement(Protocol):
+    """Where a running sandbox lives (implemented by :class:`~ale_rock.admin.manager.SandboxManager`)."""
 
-    m: Any
+    config: AdminConfig
 
-    def _ns(self, context: Any) -> str:  # provided by the servicer
-        raise NotImplementedError
+    def running(self, namespace: str, sandbox_id: str) -> SandboxRecord:
+        """The sandbox if it accepts commands (NOT_FOUND / LOST / FAILED_PRECONDITION otherwise)."""
+        ...
+
+    def worker_address(self, worker_id: str) -> str:
+        """The address of a live worker (UNAVAILABLE otherwise)."""
+        ...
+
+    def client(self, worker_id: str) -> WorkerClient: ...
+
+
+class Forwarder:
+    """Exec, sessions and files: each call is validated, then relayed to the sandbox's worker.
+
+    The methods have the servicer's signature ``(request, context)``; the servicer delegates to them.
+    """
+
+    def __init__(self, placement: Placement, namespace_of: Callable[[Any], str]) -> None:
+        self.m = placement
+        self._namespace_of = namespace_of
+
+    def _ns(self, context: Any) -> str:
+        return self._namespace_of(context)
 
     def _target(self, context: Any, sandbox_id: str, field: str = "sandbox_id") -> tuple[Any, dict[str, Any]]:
         ns = self._ns(context)
-        rec: SandboxRecord = self.m.running(ns, v.sandbox_id(sandbox_id, field))
+        rec = self.m.running(ns, v.sandbox_id(sandbox_id, field))
         self.m.worker_address(rec.worker_id)
         client = self.m.client(rec.worker_id)
         md = ((SANDBOX_ID_METADATA, rec.id), *client.metadata)

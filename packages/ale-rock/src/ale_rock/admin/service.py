@@ -17,20 +17,22 @@ from ale_rock.admin.convert import (
     state_to_pb,
 )
 from ale_rock.admin.errors import AdminError, Code, invalid
-from ale_rock.admin.forward import ForwardingMixin
-from ale_rock.admin.manager import CreateRequest, SandboxManager
+from ale_rock.admin.forward import Forwarder
+from ale_rock.admin.lifecycle import CreateRequest
+from ale_rock.admin.manager import SandboxManager
 from ale_rock.admin.rpc import remaining, streaming, unary
 from ale_rock.admin.state import State
 from ale_rock.backends.docker_snap import foreign_snapshot
 
 
-class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
+class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
     """The client-facing API. Every call is authenticated and scoped to the key's namespace."""
 
     def __init__(self, manager: SandboxManager, auth: Authenticator, hub: Any = None) -> None:
         self.m = manager
         self.auth = auth
         self.hub = hub  # an EnvHub: images naming a registered spec resolve to its docker build
+        self.forward = Forwarder(manager, self._ns)
 
     def _resolve_image(self, spec: sandbox_pb2.SandboxSpec) -> bool:
         """Replace an image naming an EnvHub spec by its build; True when it did."""
@@ -163,3 +165,45 @@ class SandboxServicer(ForwardingMixin, sandbox_pb2_grpc.SandboxServiceServicer):
         ns = self._ns(context)
         rec = self.m.get(ns, v.sandbox_id(request.sandbox_id))
         return sandbox_pb2.GetNetworkPolicyResponse(policy=sandbox_to_pb(rec).spec.network)
+
+    # -- calls that run inside the sandbox: relayed to its worker by the Forwarder -------------
+    async def Exec(self, request: sandbox_pb2.ExecRequest, context: Any) -> Any:
+        return await self.forward.Exec(request, context)
+
+    async def ExecStream(self, request: sandbox_pb2.ExecStreamRequest, context: Any) -> AsyncIterator[Any]:
+        async for out in self.forward.ExecStream(request, context):
+            yield out
+
+    async def SignalProcess(self, request: sandbox_pb2.SignalProcessRequest, context: Any) -> Any:
+        return await self.forward.SignalProcess(request, context)
+
+    async def CreateSession(self, request: sandbox_pb2.CreateSessionRequest, context: Any) -> Any:
+        return await self.forward.CreateSession(request, context)
+
+    async def RunInSession(self, request: sandbox_pb2.RunInSessionRequest, context: Any) -> Any:
+        return await self.forward.RunInSession(request, context)
+
+    async def SendSessionInput(self, request: sandbox_pb2.SendSessionInputRequest, context: Any) -> Any:
+        return await self.forward.SendSessionInput(request, context)
+
+    async def ReadSessionOutput(self, request: sandbox_pb2.ReadSessionOutputRequest, context: Any) -> Any:
+        return await self.forward.ReadSessionOutput(request, context)
+
+    async def CloseSession(self, request: sandbox_pb2.CloseSessionRequest, context: Any) -> Any:
+        return await self.forward.CloseSession(request, context)
+
+    async def UploadFile(self, request_iterator: AsyncIterator[sandbox_pb2.UploadFileRequest], context: Any) -> Any:
+        return await self.forward.UploadFile(request_iterator, context)
+
+    async def DownloadFile(self, request: sandbox_pb2.DownloadFileRequest, context: Any) -> AsyncIterator[Any]:
+        async for part in self.forward.DownloadFile(request, context):
+            yield part
+
+    async def ReadFile(self, request: sandbox_pb2.ReadFileRequest, context: Any) -> Any:
+        return await self.forward.ReadFile(request, context)
+
+    async def WriteFile(self, request: sandbox_pb2.WriteFileRequest, context: Any) -> Any:
+        return await self.forward.WriteFile(request, context)
+
+    async def ListFiles(self, request: sandbox_pb2.ListFilesRequest, context: Any) -> Any:
+        return await self.forward.ListFiles(request, context)
