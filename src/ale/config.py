@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from ale_proto.config import ConfigError as ConfigError  # re-exported: `ale up` catches it from here
+from ale_proto.config import load_config as _load
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class ServicesConfig(BaseModel):
@@ -82,40 +83,32 @@ class UpConfig(BaseModel):
     """The default job."""
 
 
-class ConfigError(ValueError):
-    """A config file or override is invalid; the message names the key."""
-
-
-def _set_dotted(data: dict[str, Any], key: str, value: str) -> None:
-    node = data
-    *parents, leaf = key.split(".")
-    for p in parents:
-        child = node.setdefault(p, {})
-        if not isinstance(child, dict):
-            raise ConfigError(f"{key}: {p} is not a section")
-        node = child
-    node[leaf] = yaml.safe_load(value)
-
-
 def load_config(path: Path | None, overrides: list[str]) -> UpConfig:
-    """Read the YAML file (if any), apply `key=value` overrides, validate."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            loaded = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as e:
-            raise ConfigError(f"{path}: {e}") from e
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping")
-        data = loaded or {}
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"override {item!r}: expected key=value")
-        _set_dotted(data, key.strip(), value)
-    try:
-        return UpConfig.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{loc}: {first['msg']}") from e
+    """Read the YAML file (if any), apply `key=value` overrides, validate — the job's ale-roll config
+    included, so a bad one fails here, before `ale up` makes a run directory or moves `runs/latest`.
+    ConfigError names the file or override and the key (`ale_proto.config`, the loader every ALE
+    command shares)."""
+    cfg = _load(UpConfig, path, overrides)
+    if cfg.job.enabled:
+        check_roll_config(cfg.job)
+    return cfg
+
+
+def check_roll_config(job: JobConfig) -> None:
+    """Validate the job's ale-roll config (embedded default or `roll_config`, then `roll`) as the
+    pipeline will build it; ConfigError names `job.roll` or the file that sets the bad key."""
+    from importlib import resources
+
+    import yaml
+    from ale_proto.config import Layer, load_layers, read_mapping
+    from ale_roll.config import RunConfig
+
+    first: Layer
+    if job.roll_config:
+        first = (f"job.roll_config {job.roll_config}", read_mapping(job.roll_config))
+        config_dir = Path(job.roll_config).resolve().parent
+    else:
+        text = resources.files("ale.job").joinpath("default_roll.yaml").read_text()
+        first, config_dir = ("ale/job/default_roll.yaml", yaml.safe_load(text)), Path(".")
+    load_layers(RunConfig, [("defaults", {"config_dir": str(config_dir)}), first, ("job.roll", job.roll)],
+                default=first[0])

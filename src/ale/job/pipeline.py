@@ -15,7 +15,6 @@ Where each stage runs:
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
+from ale_proto.config import deep_merge, read_mapping
 
 from ale.config import JobConfig
 from ale.job.report import plot_job_curves, read_metrics, stage_entry
@@ -54,18 +54,10 @@ class Endpoints:
     trainer_address: str
 
 
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` merged into a copy of `base` (mappings recursively, everything else replaced)."""
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
 def roll_raw(cfg: JobConfig) -> dict[str, Any]:
     """The ale-roll config of the job as a raw mapping (embedded default or `roll_config`, plus `roll`)."""
     if cfg.roll_config:
-        raw = yaml.safe_load(Path(cfg.roll_config).read_text()) or {}
+        raw = read_mapping(cfg.roll_config)  # ConfigError naming the file, not a traceback
     else:
         raw = yaml.safe_load(resources.files("ale.job").joinpath("default_roll.yaml").read_text())
     return deep_merge(raw, cfg.roll)

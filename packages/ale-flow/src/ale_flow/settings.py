@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from ale_proto.config import ConfigError, Layer, env_layers, load_layers, read_mapping
+from ale_proto.config import (
+    set_dotted as set_dotted,  # re-exported: the CLI and the service build overrides with it
+)
+from pydantic import BaseModel, ConfigDict, Field
 
 from ale_flow.context.compress import CompressionConfig
 from ale_flow.context.detection import DetectionConfig
@@ -18,8 +21,8 @@ Mode = Literal["default", "accept-edits", "plan", "yolo"]
 ENV_PREFIX = "ALE_FLOW_"
 
 
-class SettingsError(ValueError):
-    """A settings source is unreadable or invalid; the message names the source and the field."""
+class SettingsError(ConfigError):
+    """A settings source is unreadable or invalid; the one-line message names the source and the field."""
 
 
 class ModelSettings(BaseModel):
@@ -149,19 +152,6 @@ def global_dir() -> Path:
     return Path(os.environ.get("ALE_HOME") or Path.home() / ".ale")
 
 
-def _read_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text()
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, json.JSONDecodeError, yaml.YAMLError) as e:
-        raise SettingsError(f"{path}: cannot parse: {e}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path}: top level must be a mapping, got {type(data).__name__}")
-    return data
-
-
 def _find(dir_: Path) -> Path | None:
     for name in ("settings.yaml", "settings.yml", "settings.json"):
         if (dir_ / name).is_file():
@@ -169,57 +159,20 @@ def _find(dir_: Path) -> Path | None:
     return None
 
 
-def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """Deep merge: mappings merge key by key, everything else is replaced."""
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
+def load_settings(project_dir: str | os.PathLike[str] | None = None, cli: dict[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate every layer; raise `SettingsError` (one line) naming the bad source and field.
 
-
-def set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
-    parts = key.split(".")
-    for p in parts[:-1]:
-        d = d.setdefault(p, {})
-    d[parts[-1]] = value
-
-
-def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
-    """ALE_FLOW_LIMITS__MAX_STEPS=5 → {"limits": {"max_steps": 5}} (values parsed as YAML)."""
-    out: dict[str, Any] = {}
-    for k, v in environ.items():
-        if k.startswith(ENV_PREFIX) and len(k) > len(ENV_PREFIX):
-            key = k[len(ENV_PREFIX):].lower().replace("__", ".")
-            set_dotted(out, key, yaml.safe_load(v) if v else v)
-    return out
-
-
-def _validate(data: dict[str, Any], sources: list[str]) -> Settings:
-    try:
-        return Settings.model_validate(data)
-    except ValidationError as e:
-        lines = [f"  {'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()]
-        raise SettingsError("invalid settings (from " + ", ".join(sources) + "):\n" + "\n".join(lines)) from None
-
-
-def load_settings(project_dir: str | os.PathLike[str] | None = None, cli: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Settings:
-    """Read and validate every layer; raise `SettingsError` naming the bad source/field."""
-    data: dict[str, Any] = {}
-    sources: list[str] = ["defaults"]
+    Loading is ``ale_proto.config``'s (the loader every ALE command shares): each error is put on
+    the highest layer that sets its key — a file, an ``ALE_FLOW_*`` variable, or the command line.
+    """
     paths = [_find(global_dir())]
     if project_dir is not None:
         paths.append(_find(Path(project_dir) / ".ale"))
-    for p in paths:
-        if p is not None:
-            layer = _read_file(p)
-            _validate(layer, [str(p)])  # each file on its own, so the error names the file
-            data = merge(data, layer)
-            sources.append(str(p))
-    env = env_overrides(os.environ if environ is None else environ)
-    if env:
-        data = merge(data, env)
-        sources.append("environment (ALE_FLOW_*)")
-    if cli:
-        data = merge(data, cli)
-        sources.append("command line")
-    return _validate(data, sources)
+    try:
+        layers: list[Layer] = [(str(p), read_mapping(p)) for p in paths if p is not None]
+        layers += env_layers(ENV_PREFIX, os.environ if environ is None else environ)
+        if cli:
+            layers.append(("command line", cli))
+        return load_layers(Settings, layers, default="settings")
+    except ConfigError as e:
+        raise SettingsError(str(e)) from None

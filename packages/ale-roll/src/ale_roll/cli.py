@@ -26,7 +26,7 @@ def _load(config: str, overrides: list[str] | None) -> RunConfig:
     try:
         return load_config(config, overrides or [])
     except ConfigError as e:
-        typer.echo(str(e), err=True)
+        typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -121,7 +121,9 @@ def serve_inference(
         cfg = InferenceServeConfig(model=model, engine=engine, port=port, host=host, port_file=port_file,  # type: ignore[arg-type]
                                    max_model_len=max_model_len, token=token)
     except ValidationError as e:
-        typer.echo(str(e), err=True)
+        from ale_proto.config import format_validation_error
+
+        typer.echo(f"error: {format_validation_error(InferenceServeConfig, e, [], 'options')}", err=True)
         raise typer.Exit(2) from None
     run_inference_server(cfg, log=typer.echo)
 

@@ -9,13 +9,12 @@ values are parsed as YAML scalars (`16`, `true`, `[a, b]`) and then typed by the
 
 from __future__ import annotations
 
-import copy
-import difflib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from ale_proto.config import ConfigError as ConfigError  # re-exported: callers catch it from here
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ale_roll.models.tiny import TinyModelConfig
 
@@ -27,10 +26,6 @@ def _is_import_spec(env_id: str) -> bool:
     from ale_roll.user_tasks import is_import_spec
 
     return is_import_spec(env_id)
-
-
-class ConfigError(ValueError):
-    """A config problem, phrased for the person who wrote the YAML."""
 
 
 class _Section(BaseModel):
@@ -417,72 +412,21 @@ class RunConfig(_Section):
         return p if p.is_absolute() else Path(self.config_dir) / p
 
 
-# -- loading and overrides ------------------------------------------------------------------
+# -- loading and overrides (the one loader: ale_proto.config) ---------------------------------
 
-def _known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
-    keys = []
-    for name, field in model.model_fields.items():
-        keys.append(prefix + name)
-        ann = field.annotation
-        for cand in (ann, *getattr(ann, "__args__", ())):
-            if isinstance(cand, type) and issubclass(cand, BaseModel):
-                keys.extend(_known_keys(cand, f"{prefix}{name}."))
-    return keys
+def build_config(raw: Mapping[str, Any], overrides: list[str] | None = None, config_dir: str | Path = ".",
+                 *, source: str | Path | None = None) -> RunConfig:
+    """Validate a raw mapping (plus dotted overrides) into a RunConfig; the mapping is not modified.
+    ``source`` names the mapping in errors (the YAML file it came from)."""
+    from ale_proto.config import load_config as _load
 
-
-def _format_error(err: ValidationError) -> str:
-    lines = []
-    known = _known_keys(RunConfig)
-    for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "<root>"
-        if e["type"] == "extra_forbidden":
-            hint = difflib.get_close_matches(key, known, n=1)
-            lines.append(f"unknown key {key!r}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
-        elif e["type"] == "missing":
-            lines.append(f"missing key {key!r}")
-        else:
-            msg = e["msg"].removeprefix("Value error, ")
-            got = f" (got {e['input']!r})" if "input" in e and not isinstance(e["input"], dict) else ""
-            lines.append(f"{key}: {msg}{got}" if key != "<root>" else msg)
-    return "invalid config:\n  " + "\n  ".join(lines)
-
-
-def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Set `a.b.c=value` entries in a raw config dict (values parsed as YAML scalars)."""
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"override {item!r} is not key=value")
-        key, text = item.split("=", 1)
-        parts = key.strip().split(".")
-        node = raw
-        for i, part in enumerate(parts[:-1]):
-            nxt = node.setdefault(part, {})
-            if not isinstance(nxt, dict):
-                raise ConfigError(f"override {key!r}: {'.'.join(parts[:i + 1])} is not a section")
-            node = nxt
-        node[parts[-1]] = yaml.safe_load(text) if text.strip() else ""
-    return raw
-
-
-def build_config(raw: dict[str, Any], overrides: list[str] | None = None, config_dir: str | Path = ".") -> RunConfig:
-    """Validate a raw dict (plus overrides) into a RunConfig; ConfigError names every bad key."""
-    raw = apply_overrides(copy.deepcopy(raw), list(overrides or []))  # never mutate the caller's mapping
-    raw.setdefault("config_dir", str(config_dir))
-    try:
-        return RunConfig.model_validate(raw)
-    except ValidationError as e:
-        raise ConfigError(_format_error(e)) from None
+    return _load(RunConfig, None, list(overrides or []), base={"config_dir": str(config_dir)}, data=raw,
+                 source=str(source) if source is not None else None)
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
     """Read a YAML file and validate it (see the module docstring)."""
+    from ale_proto.config import load_config as _load
+
     p = Path(path)
-    try:
-        raw = yaml.safe_load(p.read_text()) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"config file {str(p)!r} not found") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML: {e}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: the top level must be a mapping")
-    return build_config(raw, overrides, p.resolve().parent)
+    return _load(RunConfig, p, list(overrides or []), base={"config_dir": str(p.resolve().parent)})

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from ale_rock.envhub.docker_build import DockerBuildConfig
@@ -163,20 +162,21 @@ class AdminConfig(BaseModel):
 
     @classmethod
     def load(cls, path: Path | str | None = None, **overrides: object) -> AdminConfig:
-        """Read ``path`` (YAML) if given, then ``ALE_ROCK_*`` env vars, then ``overrides``."""
-        data: dict[str, object] = {}
-        if path:
-            data.update(yaml.safe_load(Path(path).read_text()) or {})
+        """Read ``path`` (YAML) if given, then ``ALE_ROCK_*`` env vars, then ``overrides`` (None
+        values skipped); a problem raises ``ale_proto.config.ConfigError`` naming the file, key or variable."""
+        from ale_proto.config import ConfigError, Layer, load_config
+
+        env: list[Layer] = []
         if keys := os.environ.get("ALE_ROCK_API_KEYS"):
-            merged = dict(data.get("api_keys") or {})  # type: ignore[call-overload]
-            merged.update(parse_key_list(keys))
-            data["api_keys"] = merged
-        if token := os.environ.get("ALE_ROCK_JOIN_TOKEN"):
-            data["join_token"] = token
-        if db := os.environ.get("ALE_ROCK_DB"):
-            data["db_path"] = db
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(data)
+            try:
+                env.append(("environment variable ALE_ROCK_API_KEYS", {"api_keys": parse_key_list(keys)}))
+            except ValueError as e:
+                raise ConfigError(f"environment variable ALE_ROCK_API_KEYS: {e}") from None
+        for name, key in (("ALE_ROCK_JOIN_TOKEN", "join_token"), ("ALE_ROCK_DB", "db_path")):
+            if value := os.environ.get(name):
+                env.append((f"environment variable {name}", {key: value}))
+        flags = {k: v for k, v in overrides.items() if v is not None}
+        return load_config(cls, path, flags, env=env)
 
     def quota_for(self, namespace: str) -> QuotaConfig:
         """The quota that applies to ``namespace``."""

@@ -104,11 +104,12 @@ class FlowAgent:
 
     def _settings(self, ctx: AgentContext) -> Any:
         from ale_flow.settings import Settings
+        from ale_proto.config import deep_merge
 
         base: dict[str, Any] = {"mode": "yolo", "tools": {"enabled": ["shell"]},
                                 "model": {"native_tools": True, "max_retries": 0}}
         given = self.settings if isinstance(self.settings, Mapping) else self.settings.model_dump(exclude_unset=True)
-        merged = _deep_merge(base, dict(given))
+        merged = deep_merge(base, given)
         merged.setdefault("limits", {})["time_limit_s"] = ctx.budget_s
         return Settings.model_validate(merged)
 
@@ -150,10 +151,3 @@ class FlowAgent:
         reason = stopped.reason.value
         return AgentRun(0, stopped.final_message, reason in _FLOW_LIMIT_STOPS or reason == "interrupted", reason,
                         model_failed=reason == "model_error")
-
-
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
