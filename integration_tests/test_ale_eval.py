@@ -85,21 +85,41 @@ def test_eval_on_held_out_tasks_with_a_local_model(tiny_model: Path, tmp_path: P
     assert [m for m in Path("/proc/mounts").read_text().splitlines() if any(p in m for p in owned)] == []
 
 
+def blocking_task(root: Path, marker: str) -> Path:
+    """A one-task suite whose setup blocks until it is killed: its episode is under way for as long
+    as the test needs, on any machine. ``marker`` names the blocking process (seen in /proc)."""
+    task = root / "blocks-in-setup"
+    for sub in ("setup", "tests", "solution"):
+        (task / sub).mkdir(parents=True)
+    (task / "task.yaml").write_text(
+        "id: blocks-in-setup\ndomain: games\ntitle: Setup that waits until killed\n"
+        "prompt: Nothing to do; the setup of this task never ends on its own.\n"
+        "limits: {setup_s: 3600, agent_s: 60, test_s: 30}\n"
+    )
+    (task / "setup" / "setup.sh").write_text(f"exec python3 -c 'import time; time.sleep(3600)' {marker}\n")
+    (task / "tests" / "test_task.py").write_text("print('FAIL never: the setup never ends')\nraise SystemExit(1)\n")
+    (task / "solution" / "solve.sh").write_text("true\n")
+    return root
+
+
 def test_sigterm_mid_run_stops_everything(tiny_model: Path, tmp_path: Path) -> None:
     import time
+    import uuid
 
     out = tmp_path / "eval"
-    # Many runs, so the run is still going when the signal comes: an episode takes ~1.5 s now, and
-    # two of them could finish (report and all) within the 3 s below.
-    args = [sys.executable, "-m", "ale.cli", "eval", "--local-model", str(tiny_model), "--runs", "60",
-            "--max-tokens", "16", "--task", "nim-winning-move", "--out", str(out)]  # fmt: skip
+    # The episode's setup blocks until killed, so the run is under way when the signal comes, however
+    # fast the machine is; the test signals as soon as that setup runs (its process is seen).
+    marker = f"ale-sigterm-{uuid.uuid4().hex[:12]}"
+    suite = blocking_task(tmp_path / "suite", marker)
+    args = [sys.executable, "-m", "ale.cli", "eval", "--local-model", str(tiny_model), "--runs", "1",
+            "--max-tokens", "16", "--suite", str(suite), "--out", str(out)]  # fmt: skip
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 240
-        while not (out / "services.json").exists():  # the stack is up; an episode is under way
-            assert proc.poll() is None and time.monotonic() < deadline, "ale eval ended before its stack was up"
-            time.sleep(0.2)
-        time.sleep(3)
+        while not processes_mentioning([marker]):  # the episode's sandbox is up and its setup runs
+            assert proc.poll() is None, f"ale eval ended before its episode was under way: {proc.communicate()[0]}"
+            assert time.monotonic() < deadline, "the episode's setup never started"
+            time.sleep(0.1)
         proc.terminate()
         output, _ = proc.communicate(timeout=120)
     finally:
@@ -108,5 +128,5 @@ def test_sigterm_mid_run_stops_everything(tiny_model: Path, tmp_path: Path) -> N
     assert proc.returncode == 130 and "interrupted" in output, output[-3000:]
     owned = json.loads((out / "services.json").read_text())["owned_paths"]
     assert len(owned) == 2
-    assert processes_mentioning(owned) == []
+    assert processes_mentioning([*owned, marker]) == []
     assert [m for m in Path("/proc/mounts").read_text().splitlines() if any(p in m for p in owned)] == []
