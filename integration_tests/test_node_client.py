@@ -68,3 +68,20 @@ def test_wrong_api_key_is_unauthenticated(endpoints) -> None:
     bad = {**endpoints, "api_key": "wrong"}
     err = node(bad, "sandbox", "ls", check=False)
     assert err["error"]["code"] == "ERROR_CODE_UNAUTHENTICATED"  # type: ignore[index]
+
+
+def test_exec_with_6_mb_of_output_arrives_whole(endpoints) -> None:
+    """grpc-js refuses responses over 4 MiB by default: the example raises its receive limit, so an
+    exec with max_output_bytes 8 MiB and 6 MB of output reaches Node whole (the issue lost it)."""
+    sid = str(node(endpoints, "sandbox", "create")["id"])
+    try:
+        big = ["sh", "-c", "head -c 6000000 /dev/zero | tr '\\0' a"]
+        out = node(endpoints, "--max-output-bytes", str(8 << 20), "sandbox", "exec", sid, "--", *big)
+        assert out["exit_code"] == 0 and out["stdout_truncated"] is False
+        assert out["stdout"] == "a" * 6_000_000
+        # With grpc-js's default limit the same response is refused client-side: the option matters.
+        err = node(endpoints, "--max-output-bytes", str(8 << 20), "--max-receive-bytes", str(4 << 20),
+                   "sandbox", "exec", sid, "--", *big, check=False)
+        assert err["error"]["code"] == "RESOURCE_EXHAUSTED"  # type: ignore[index]
+    finally:
+        node(endpoints, "sandbox", "rm", sid)

@@ -3,13 +3,17 @@
 // packages are generated from, so it stays in step with the contract by construction.
 //
 //   node client.js --target 127.0.0.1:50051 --api-key KEY sandbox create
-//   node client.js --target ... sandbox exec SANDBOX_ID -- echo hello
+//   node client.js --target ... sandbox exec SANDBOX_ID [--max-output-bytes N] [--timeout-ms N] -- echo hello
 //   node client.js --target ... sandbox ls
 //   node client.js --target ... sandbox rm SANDBOX_ID
 //   node client.js --target ... env make game:GuessTheNumber-v0 [--seed 1] [--step ACTION ...]
 //
 // Output is one JSON object per command on stdout; errors go to stderr with the server's typed
 // ErrorDetail (code, field, message) and a non-zero exit code.
+//
+// --max-receive-bytes N (default 16 MiB, the Admin's send limit): grpc-js refuses responses over
+// 4 MiB by default, so an exec with max_output_bytes above ~4 MiB, or a 4 MiB ReadFile, would fail
+// client-side with RESOURCE_EXHAUSTED and the output lost. See docs/clients.md.
 'use strict';
 
 const path = require('path');
@@ -19,6 +23,12 @@ const protobuf = require('protobufjs');
 
 const PROTO_ROOT = process.env.ALE_PROTO_ROOT || path.resolve(__dirname, '../../packages/ale-proto/proto');
 const FILES = ['sandbox', 'env', 'common'].map((n) => `ale_proto/v1/${n}.proto`);
+const MiB = 1024 * 1024;
+// The Admin sends and accepts messages up to 16 MiB; receive as much.
+const DEFAULT_MAX_RECEIVE = 16 * MiB;
+// Exec: the client deadline outlasts the command's timeout_ms by the Rocklet's SIGTERM->SIGKILL
+// grace (2 s) plus collection and relay; 10 s leaves room on a loaded machine (docs/clients.md).
+const EXEC_DEADLINE_SLACK_MS = 10000;
 
 function load() {
   const def = protoLoader.loadSync(FILES, {
@@ -33,13 +43,23 @@ function load() {
 }
 
 function parseArgs(argv) {
-  const opts = { target: process.env.ALE_ROCK_ADDRESS || '127.0.0.1:50051', apiKey: process.env.ALE_ROCK_API_KEY || '', timeoutMs: 60000 };
+  const opts = {
+    target: process.env.ALE_ROCK_ADDRESS || '127.0.0.1:50051',
+    apiKey: process.env.ALE_ROCK_API_KEY || '',
+    timeoutMs: 60000,
+    maxReceiveBytes: DEFAULT_MAX_RECEIVE,
+    maxOutputBytes: 0,
+    execTimeoutMs: 30000,
+  };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--target') opts.target = argv[++i];
     else if (a === '--api-key') opts.apiKey = argv[++i];
     else if (a === '--timeout-ms') opts.timeoutMs = Number(argv[++i]);
+    else if (a === '--max-receive-bytes') opts.maxReceiveBytes = Number(argv[++i]);
+    else if (a === '--max-output-bytes') opts.maxOutputBytes = Number(argv[++i]);
+    else if (a === '--exec-timeout-ms') opts.execTimeoutMs = Number(argv[++i]);
     else if (a === '--') { rest.push(...argv.slice(i + 1)); break; } else rest.push(a);
   }
   return { opts, rest };
@@ -63,17 +83,21 @@ function errorDetail(err) {
   return { code: grpc.status[err.code] || String(err.code), field: '', message: err.details || String(err) };
 }
 
-function call(client, method, request, opts) {
+function call(client, method, request, opts, timeoutMs = opts.timeoutMs) {
   const md = new grpc.Metadata();
   if (opts.apiKey) md.set('authorization', `Bearer ${opts.apiKey}`);
-  const deadline = new Date(Date.now() + opts.timeoutMs);
+  const deadline = new Date(Date.now() + timeoutMs);
   return new Promise((resolve, reject) => {
     client[method](request, md, { deadline }, (err, resp) => (err ? reject(err) : resolve(resp)));
   });
 }
 
+function channelOptions(opts) {
+  return { 'grpc.max_receive_message_length': opts.maxReceiveBytes, 'grpc.max_send_message_length': DEFAULT_MAX_RECEIVE };
+}
+
 async function sandboxCommand(v1, opts, args) {
-  const client = new v1.SandboxService(opts.target, grpc.credentials.createInsecure());
+  const client = new v1.SandboxService(opts.target, grpc.credentials.createInsecure(), channelOptions(opts));
   const [sub, ...rest] = args;
   switch (sub) {
     case 'create': {
@@ -86,9 +110,10 @@ async function sandboxCommand(v1, opts, args) {
     }
     case 'exec': {
       const [id, ...argv] = rest;
-      const r = await call(client, 'Exec', { sandbox_id: id, spec: { argv, timeout_ms: 30000 } }, opts);
+      const spec = { argv, timeout_ms: opts.execTimeoutMs, max_output_bytes: opts.maxOutputBytes };
+      const r = await call(client, 'Exec', { sandbox_id: id, spec }, opts, opts.execTimeoutMs + EXEC_DEADLINE_SLACK_MS);
       const res = r.result;
-      return { exit_code: res.exit_code, end_reason: res.end_reason, stdout: Buffer.from(res.stdout).toString(), stderr: Buffer.from(res.stderr).toString() };
+      return { exit_code: res.exit_code, end_reason: res.end_reason, stdout: Buffer.from(res.stdout).toString(), stderr: Buffer.from(res.stderr).toString(), stdout_truncated: res.stdout_truncated };
     }
     case 'rm': {
       await call(client, 'DeleteSandbox', { sandbox_id: rest[0] }, opts);
@@ -100,7 +125,7 @@ async function sandboxCommand(v1, opts, args) {
 }
 
 async function envCommand(v1, opts, args) {
-  const client = new v1.EnvService(opts.target, grpc.credentials.createInsecure());
+  const client = new v1.EnvService(opts.target, grpc.credentials.createInsecure(), channelOptions(opts));
   const [sub, envId, ...rest] = args;
   if (sub !== 'make') throw new Error(`unknown env command: ${sub} (make)`);
   let seed;
