@@ -8,7 +8,7 @@ import time
 
 import pytest
 from ale_flow import StopReason
-from ale_flow.events import ToolFinished
+from ale_flow.events import HookFailed, SessionStarted, Stopped, ToolFinished, ToolStarted
 from ale_flow.hooks import HookRunner, HookSpec, guard
 from ale_flow.models.scripted import Reply, ScriptedModel, call
 
@@ -71,6 +71,24 @@ def test_runner_reports_timeouts_and_failures(tmp_path):
     runner = HookRunner({"Stop": [HookSpec(command="sleep 5", timeout_s=0.3), HookSpec(command="exit 1")]}, str(tmp_path))
     out = runner.run("Stop", {})
     assert not out.blocked and "timed out" in out.warnings[0] and "exited with 1" in out.warnings[1]
+
+
+def test_failing_hooks_are_events_and_never_block(run_agent):
+    hooks = {
+        "SessionStart": [{"command": "echo 'cannot warm the cache' >&2; exit 3"}, {"command": "exit 2"}],
+        "PreToolUse": [{"command": "no-such-hook-command-xyz"}],
+        "SessionEnd": [{"command": "exit 4"}],
+    }
+    events, stopped, _ = run_agent([Reply(calls=[call("shell", command="echo ran")]), "ok"], hooks=hooks)
+    assert stopped.reason == StopReason.COMPLETED  # failures never block, exit 2 included where blocking means nothing
+    assert "ran" in [e.result for e in events if isinstance(e, ToolFinished)][0].content
+    failed = [e for e in events if isinstance(e, HookFailed)]
+    assert [(f.hook_event, f.exit_code) for f in failed] == [("SessionStart", 3), ("SessionStart", 2), ("PreToolUse", 127), ("SessionEnd", 4)]
+    assert failed[0].error == "cannot warm the cache" and "not found" in failed[2].error and failed[2].command == "no-such-hook-command-xyz"
+    kinds = [type(e) for e in events]
+    # Each failure comes out before the event of the step that ran it; Stopped stays last.
+    assert kinds.index(SessionStarted) < events.index(failed[0]) and events.index(failed[2]) < kinds.index(ToolStarted)
+    assert isinstance(events[-2], HookFailed) and isinstance(events[-1], Stopped)
 
 
 @pytest.mark.parametrize("cmd", ["rm -rf /", "rm -rf / ", "sudo rm -fr /*", "rm -r -f ~", "rm --no-preserve-root -rf /", "mkfs.ext4 /dev/sda1", "dd if=/dev/zero of=/dev/sda"])

@@ -9,8 +9,9 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,8 @@ from ale_flow.context import builder
 from ale_flow.context.compress import compress, estimate_tokens
 from ale_flow.context.detection import Detector
 from ale_flow.context.reminders import ReminderTracker, env_summary
-from ale_flow.hooks import HookRunner, guard
-from ale_flow.models.base import Model, ModelError
+from ale_flow.hooks import HookEvent, HookOutcome, HookRunner, guard
+from ale_flow.models.base import Model, ModelError, model_info
 from ale_flow.project import load_memory_files, load_project_files
 from ale_flow.settings import Settings, global_dir
 from ale_flow.tools import ToolRegistry, builtin_tools
@@ -82,6 +83,8 @@ class Agent:
         self.tools = registry.subset(s.tools.enabled, tuple(s.tools.disabled))
         self.ctx = ToolContext(self.workspace, self.env, self.cancel, s.state_dir, {"subagent": self._run_subagent})
         self.hooks = HookRunner({str(k): v for k, v in s.hooks.items()}, self.workspace.root if isinstance(self.workspace, LocalWorkspace) else ".")
+        self._hook_failures: list[ev.HookFailed] = []
+        """Failed hooks not yet yielded; `run` yields them before the next event."""
         if record and trajectory_path is None:
             if s.trajectory_dir:
                 base = Path(s.trajectory_dir)
@@ -120,10 +123,16 @@ class Agent:
             self.trajectory_path = self._first_path.with_name(f"{self._first_path.stem}.{self._runs}{self._first_path.suffix}")
         writer = TrajectoryWriter(self.trajectory_path) if self.trajectory_path else None
         st = _RunState()
+        self._hook_failures = []
         try:
             self._hook("SessionStart", {"task": task})
             yield ev.SessionStarted(task=task, session_id=self.session_id)
-            yield from self._loop(task, st, writer)
+            with closing(self._loop(task, st, writer)) as loop:  # closed with us, as `yield from` would
+                for event in loop:
+                    # Hooks run inside the step that produced `event`: report their failures first.
+                    yield from self._drain_hook_failures()
+                    yield event
+            yield from self._drain_hook_failures()
         finally:
             # Runs on a normal stop, on exceptions and when the caller closes the generator.
             reason = st.stop.value if st.stop else "aborted"
@@ -132,15 +141,16 @@ class Agent:
                 writer.close()
             self._hook("SessionEnd", {"stop_reason": reason})
         assert st.stop is not None
+        yield from self._drain_hook_failures()  # SessionEnd's
         yield ev.Stopped(reason=st.stop, final_message=st.final, steps=st.step, usage=self.usage, detail=st.detail)
 
-    def _loop(self, task: str, st: _RunState, writer: TrajectoryWriter | None) -> Iterator[ev.Event]:
+    def _loop(self, task: str, st: _RunState, writer: TrajectoryWriter | None) -> Generator[ev.Event, None, None]:
         s = self.settings
         start = time.monotonic()
         task = self.project.expand(task)
-        gate = self.hooks.run("UserPromptSubmit", self._payload(prompt=task))
+        gate = self._run_hooks("UserPromptSubmit", self._payload(prompt=task))
         if writer:
-            writer.header(self.session_id, task, {"model": type(self.model).__name__, "workspace": self.workspace.root, "mode": s.mode})
+            writer.header(self.session_id, task, {**model_info(self.model), "workspace": self.workspace.root, "mode": s.mode})
         if gate.blocked:
             st.stop, st.detail = StopReason.BLOCKED, gate.message
             return
@@ -185,7 +195,7 @@ class Agent:
             else:
                 malformed_streak = 0
             if not resp.tool_calls and not resp.malformed:
-                blocked = self.hooks.run("Stop", self._payload(final_message=resp.content))
+                blocked = self._run_hooks("Stop", self._payload(final_message=resp.content))
                 if blocked.blocked:  # a Stop hook may send the agent back to work
                     self.history.append(Message("user", blocked.message, turn=step))
                     self._record(writer, step, resp, [], chunk)
@@ -282,7 +292,7 @@ class Agent:
         if refusal is None and self.settings.builtin_guard:
             refusal = guard(call.name, call.arguments, self.workspace.root)
         if refusal is None:
-            out = self.hooks.run("PreToolUse", self._payload(tool_name=call.name, tool_input=call.arguments), tool=call.name)
+            out = self._run_hooks("PreToolUse", self._payload(tool_name=call.name, tool_input=call.arguments), tool=call.name)
             refusal = f"Blocked by a PreToolUse hook: {out.message}" if out.blocked else None
         return refusal
 
@@ -309,7 +319,7 @@ class Agent:
             r = results[i]
             assert r is not None
             if not r.blocked:
-                post = self.hooks.run("PostToolUse", self._payload(tool_name=c.name, tool_input=c.arguments, tool_response=r.content, is_error=r.is_error), tool=c.name)
+                post = self._run_hooks("PostToolUse", self._payload(tool_name=c.name, tool_input=c.arguments, tool_response=r.content, is_error=r.is_error), tool=c.name)
                 if post.blocked:
                     r = ToolResult(f"{r.content}\n[PostToolUse hook: {post.message}]", is_error=True)
                     results[i] = r
@@ -340,7 +350,16 @@ class Agent:
         return {"session_id": self.session_id, "cwd": self.env.cwd, "workspace": self.workspace.root, **kw}
 
     def _hook(self, event: str, payload: dict[str, object]) -> None:
-        self.hooks.run(event, self._payload(**payload))  # type: ignore[arg-type]
+        self._run_hooks(event, self._payload(**payload))  # type: ignore[arg-type]
+
+    def _run_hooks(self, event: HookEvent, payload: dict[str, Any], tool: str | None = None) -> HookOutcome:
+        out = self.hooks.run(event, payload, tool=tool)
+        self._hook_failures += [ev.HookFailed(hook_event=f.event, command=f.command, exit_code=f.exit_code, error=f.error) for f in out.failures]
+        return out
+
+    def _drain_hook_failures(self) -> Iterator[ev.HookFailed]:
+        pending, self._hook_failures = self._hook_failures, []
+        yield from pending
 
     def _run_subagent(self, prompt: str, agent_name: str | None) -> tuple[str, str, int]:
         """Run a child agent with a fresh context and a restricted tool set (no nested `task`)."""

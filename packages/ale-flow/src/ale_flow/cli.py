@@ -15,6 +15,8 @@ from rich.markup import escape
 
 from ale_flow import events as ev
 from ale_flow.agent import Agent
+from ale_flow.models.script_file import SCHEME as SCRIPTED_SCHEME
+from ale_flow.models.script_file import ScriptError, scripted_model
 from ale_flow.settings import Settings, SettingsError, load_settings, set_dotted
 from ale_flow.types import StopReason, ToolCall
 from ale_flow.workspace import SANDBOX_SCHEME, open_workspace
@@ -58,6 +60,11 @@ def _render(event: ev.Event, as_json: bool) -> None:
         console.print(f"[magenta]{event.kind}[/] {escape(event.text)}")
     elif isinstance(event, ev.Compressed):
         console.print(f"[magenta]compressed[/] {event.before_tokens} → {event.after_tokens} tokens (lossy={event.lossy})")
+    elif isinstance(event, ev.HookFailed):
+        status = f"exited with {event.exit_code}" if event.exit_code is not None else "failed"
+        first = f": {event.error.strip().splitlines()[0][:200]}" if event.error.strip() else ""
+        # One line even on a narrow or piped stderr: it is a warning, not a report.
+        console.print(f"[yellow]warning:[/] {event.hook_event} hook {escape(repr(event.command))} {status}{escape(first)}", soft_wrap=True)
     elif isinstance(event, ev.MalformedToolCall):
         console.print(f"[red]malformed tool call[/] {escape('; '.join(event.problems))}")
     elif isinstance(event, ev.Stopped):
@@ -76,6 +83,11 @@ def _build_model(settings: Settings) -> Any:
     from ale_flow.models.openai import OpenAIConfig, OpenAIModel
 
     m = settings.model
+    if m.name and m.name.startswith(SCRIPTED_SCHEME):
+        try:
+            return scripted_model(m.name, context_window=m.context_window)
+        except ScriptError as e:
+            raise SettingsError(f"--model {m.name}: {e}") from None
     if not m.base_url or not m.name:
         raise SettingsError("no model configured: pass --base-url and --model (or set model.base_url / model.name in settings)")
     return OpenAIModel(
@@ -110,9 +122,13 @@ def _run_one(agent: Agent, task: str, as_json: bool) -> ev.Stopped:
 def run(
     prompt: str | None = typer.Option(None, "-p", "--prompt", help="Run this task non-interactively and exit."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (…/v1)."),
-    model: str | None = typer.Option(None, "--model", "-m", help="Model name."),
+    task: str | None = typer.Argument(None, help="The task (same as -p): run it and exit."),
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="Model name, or scripted:FILE to replay a script of replies (YAML or JSONL; no server needed)."
+    ),
     api_key: str | None = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token."),
-    workspace: str = typer.Option(".", "--workspace", "-w", help="Directory to work in (or sandbox://ID)."),
+    workspace: str = typer.Option(".", "--workspace", "-w", help="Directory to work in (or sandbox://ID); must exist unless --create."),
+    create: bool = typer.Option(False, "--create", help="Create the --workspace directory if it does not exist."),
     mode: str | None = typer.Option(None, "--mode", help="default | accept-edits | plan | yolo."),
     yolo: bool = typer.Option(False, "--yolo", help="Approve every tool call."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many model calls."),
@@ -121,7 +137,11 @@ def run(
     trajectory: Path | None = typer.Option(None, "--trajectory", help="Trajectory JSONL path."),
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines on stdout."),
 ) -> None:
-    """Run a task (-p) or start an interactive session."""
+    """Run a task (-p or TASK) or start an interactive session."""
+    if task is not None and prompt is not None:
+        console.print("[red]error:[/] give the task once: either -p TEXT or TASK, not both")
+        raise typer.Exit(2)
+    prompt = task if prompt is None else prompt
     try:
         overrides = _cli_overrides(base_url, model, api_key, mode, yolo, max_steps, text_tools, config)
         if prompt is not None and "mode" not in overrides:
@@ -133,6 +153,11 @@ def run(
     except SettingsError as e:
         console.print(f"[red]settings error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None
+    if not workspace.startswith(SANDBOX_SCHEME) and not create and not Path(workspace).is_dir():
+        # A typo must not become a fresh empty workspace the agent then works in.
+        what = "is not a directory" if Path(workspace).exists() else "does not exist (pass --create to make it)"
+        console.print(f"[red]workspace {escape(workspace)} {what}[/]", soft_wrap=True)
+        raise typer.Exit(2)
     try:
         ws = open_workspace(workspace)
     except Exception as e:  # the SDK's connection errors are not ours to enumerate

@@ -76,6 +76,18 @@ class Intervention(Event):
 
 
 @dataclass(frozen=True)
+class HookFailed(Event):
+    """A hook failed without blocking (could not start, non-zero exit, timeout); the run goes on."""
+
+    hook_event: str = ""
+    command: str = ""
+    exit_code: int | None = None
+    """None when the hook timed out or could not be started."""
+    error: str = ""
+    kind: str = "hook_failed"
+
+
+@dataclass(frozen=True)
 class Stopped(Event):
     reason: StopReason = StopReason.COMPLETED
     final_message: str = ""

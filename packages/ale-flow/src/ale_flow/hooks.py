@@ -1,8 +1,12 @@
 """Hooks: user commands run at lifecycle events, with JSON on stdin.
 
-Exit code 2 blocks (PreToolUse: the tool call does not run; UserPromptSubmit: the prompt is
-refused; Stop: the agent is told to continue) and the hook's stderr is shown to the model.
-Other non-zero exits and timeouts are reported as warnings and never block. A built-in guard
+The rule follows Claude Code's hooks. Exit code 2 blocks where blocking means something
+(`BLOCKING_EVENTS`: PreToolUse: the tool call does not run; UserPromptSubmit: the prompt is
+refused; Stop: the agent is told to continue; PostToolUse: stderr is added to the tool result)
+and the hook's stderr is shown to the model. Every other failure never blocks, for every event:
+a hook that cannot start, exits non-zero (a missing command is bash's 127), times out, or exits 2
+on an event that cannot block (SessionStart, SessionEnd, PreCompress) is a `HookFailure`, which
+the agent yields as a `HookFailed` event (the CLI prints a warning line). A built-in guard
 refuses destructive shell commands and file writes outside the workspace before any hook runs.
 """
 
@@ -22,6 +26,8 @@ from pydantic import BaseModel, ConfigDict
 
 HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "PreCompress", "Stop", "SessionStart", "SessionEnd"]
 BLOCK_EXIT_CODE = 2
+BLOCKING_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"})
+"""Events where exit code 2 blocks; elsewhere it is a failure like any other non-zero exit."""
 
 
 class HookSpec(BaseModel):
@@ -37,11 +43,31 @@ class HookSpec(BaseModel):
     """The hook is killed after this many seconds (and does not block)."""
 
 
+@dataclass(frozen=True)
+class HookFailure:
+    """A hook that failed without blocking."""
+
+    event: str
+    command: str
+    exit_code: int | None
+    """None when the hook timed out or could not be started."""
+    error: str
+    """Why: the hook's stderr (or stdout; may be empty), "timed out after Ns", or the OS error."""
+
+    def line(self) -> str:
+        status = f"exited with {self.exit_code}" if self.exit_code is not None else "failed"
+        return f"{self.event} hook {self.command!r} {status}" + (f": {self.error[:300]}" if self.error else "")
+
+
 @dataclass
 class HookOutcome:
     blocked: bool = False
     message: str = ""
-    warnings: list[str] = field(default_factory=list)
+    failures: list[HookFailure] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f.line() for f in self.failures]
 
 
 _DESTRUCTIVE = [
@@ -88,25 +114,33 @@ class HookRunner:
         for spec in self.hooks.get(event, []):
             if tool is not None and spec.matcher and not re.search(spec.matcher, tool):
                 continue
-            blocked, msg, warn = self._run_one(spec, {"hook_event_name": event, **payload})
-            if warn:
-                out.warnings.append(warn)
+            blocked, msg, failure = self._run_one(spec, {"hook_event_name": event, **payload})
+            if failure is not None:
+                out.failures.append(failure)
             if blocked:
                 out.blocked = True
                 out.message = msg
                 break
         return out
 
-    def _run_one(self, spec: HookSpec, payload: dict[str, Any]) -> tuple[bool, str, str]:
-        proc = subprocess.Popen(
-            ["bash", "-c", spec.command],
-            cwd=self.cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            env={**os.environ, "ALE_HOOK_EVENT": str(payload["hook_event_name"])},
-        )
+    def _run_one(self, spec: HookSpec, payload: dict[str, Any]) -> tuple[bool, str, HookFailure | None]:
+        event = str(payload["hook_event_name"])
+
+        def failed(code: int | None, error: str) -> tuple[bool, str, HookFailure]:
+            return False, "", HookFailure(event, spec.command, code, error)
+
+        try:
+            proc = subprocess.Popen(
+                ["bash", "-c", spec.command],
+                cwd=self.cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env={**os.environ, "ALE_HOOK_EVENT": event},
+            )
+        except OSError as e:  # no bash, or the workspace directory is gone
+            return failed(None, f"could not start: {e}")
         try:
             stdout, stderr = proc.communicate(json.dumps(payload, default=str).encode(), timeout=spec.timeout_s)
         except subprocess.TimeoutExpired:
@@ -115,13 +149,13 @@ class HookRunner:
             except ProcessLookupError:
                 pass
             proc.communicate()
-            return False, "", f"hook {spec.command!r} timed out after {spec.timeout_s:g}s and was killed"
+            return failed(None, f"timed out after {spec.timeout_s:g}s and was killed")
         except BrokenPipeError:
             stdout, stderr = b"", b""
             proc.wait()
         text = (stderr or stdout).decode("utf-8", errors="replace").strip()
-        if proc.returncode == BLOCK_EXIT_CODE:
-            return True, text or f"blocked by hook {spec.command!r}", ""
+        if proc.returncode == BLOCK_EXIT_CODE and event in BLOCKING_EVENTS:
+            return True, text or f"blocked by hook {spec.command!r}", None
         if proc.returncode != 0:
-            return False, "", f"hook {spec.command!r} exited with {proc.returncode}: {text[:300]}"
-        return False, text, ""
+            return failed(proc.returncode, text)
+        return False, text, None

@@ -21,3 +21,10 @@ class Model(Protocol):
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
         """One completion for OpenAI-format `messages`, offering OpenAI-format `tools`."""
         ...
+
+
+def model_info(model: object) -> dict[str, str]:
+    """`{"model", "provider"}` for trajectories: the name the endpoint was asked for (a model's
+    optional `name`) and where it came from (optional `provider`); the class name otherwise."""
+    cls = type(model).__name__
+    return {"model": str(getattr(model, "name", None) or cls), "provider": str(getattr(model, "provider", None) or cls)}

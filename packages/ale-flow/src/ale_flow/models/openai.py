@@ -53,6 +53,9 @@ class OpenAIModel:
     def __init__(self, config: OpenAIConfig, client: httpx.Client | None = None) -> None:
         self.config = config
         self.context_window = config.context_window
+        self.name = config.model
+        """The model name sent in every request (what trajectories record)."""
+        self.provider = "openai"
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         # Plain http (the ModelProxy seen from a sandbox): no CA store to load (~50 ms of every CLI
         # start); a context without CAs fails any https redirect closed, never unchecked.

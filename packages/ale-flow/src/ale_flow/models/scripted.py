@@ -49,6 +49,9 @@ class ScriptedModel:
         self.context_window = context_window
         self.repeat_last = repeat_last
         """Keep replaying the last step forever (to exercise loop detection and limits)."""
+        self.name = "scripted"
+        """What trajectories record as the model (`scripted:<path>` when loaded from a file)."""
+        self.provider = "scripted"
         self.seen: list[list[dict[str, Any]]] = []
         self.tools_seen: list[list[str]] = []
 
