@@ -36,8 +36,14 @@ def _err(message: str, code: int = 1) -> typer.Exit:
 
 def _client(address: str | None, api_key: str | None) -> Client:
     from ale_rock.sdk.client import Client
+    from ale_rock.sdk.errors import SandboxError
 
-    return Client(address, api_key)
+    try:
+        return Client(address, api_key)
+    except SandboxError:  # the only one __init__ raises: no key given
+        raise _err("no API key: pass --api-key or set ALE_ROCK_API_KEY", 2) from None
+    except ValueError as e:  # e.g. ALE_ROCK_TIMEOUT is not a number
+        raise _err(f"bad client setting (ALE_ROCK_TIMEOUT / ALE_ROCK_TLS_CA): {e}", 2) from None
 
 
 def _run(fn: Any) -> Any:
@@ -73,13 +79,16 @@ def admin(
     log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
 ) -> None:
     """Run the Admin (SandboxService + WorkerRegistryService) until SIGTERM."""
+    from ale_proto.config import exit_on_error
+
     from ale_rock.admin.config import AdminConfig
     from ale_rock.admin.logs import configure
     from ale_rock.admin.server import serve_admin
 
-    configure(log_level)
     overrides: dict[str, Any] = {"host": host, "port": port, "db_path": db, "join_token": join_token}
-    cfg = AdminConfig.load(config, **overrides)
+    with exit_on_error():
+        cfg = AdminConfig.load(config, **overrides)
+    configure(log_level)
     if api_key:
         cfg.api_keys.update(_kv(api_key, "--api-key"))
 
@@ -99,24 +108,19 @@ def worker(
     set_: Annotated[list[str] | None, typer.Option("--set", "-c", help="Override a config field: key=value.")] = None,
 ) -> None:
     """Run a Worker (registers with an admin, runs sandboxes through a backend)."""
+    from ale_proto.config import exit_on_error, load_config
+
     try:
         from ale_rock.worker.config import WorkerConfig
         from ale_rock.worker.server import run_worker
     except ImportError as e:  # pragma: no cover - depends on the worker package being present
         raise _err(f"the worker is not available in this install: {e}") from None
-    import yaml
 
-    data: dict[str, Any] = yaml.safe_load(config.read_text()) if config else {}
-    for item in set_ or []:
-        key, _, value = item.partition("=")
-        node = data
-        *parents, leaf = key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = yaml.safe_load(value)
     if ctx.args:
         raise _err(f"unexpected arguments {ctx.args}; use --set key=value", 2)
-    raise typer.Exit(run_worker(WorkerConfig.model_validate(data)))
+    with exit_on_error():
+        cfg = load_config(WorkerConfig, config, set_ or [])
+    raise typer.Exit(run_worker(cfg))
 
 
 proxy_app = typer.Typer(help="The ModelProxy: run it (no sub-command) or manage its episodes.")
@@ -152,13 +156,13 @@ def proxy(
     """Run the ModelProxy (gRPC ModelProxyService + OpenAI HTTP endpoint) until SIGTERM."""
     if ctx.invoked_subcommand is not None:
         return
-    import yaml
+    from ale_proto.config import exit_on_error, load_config
 
     from ale_rock.proxy.service import ModelProxyConfig, run_model_proxy
 
     if inference_address and base_url:
         raise _err("give --inference-address or --base-url, not both", 2)
-    data: dict[str, Any] = yaml.safe_load(config.read_text()) if config else {}
+    data: dict[str, Any] = {}
     if inference_address:
         data.update(default_upstream="inference", default_target=inference_address)
     elif base_url:
@@ -167,10 +171,8 @@ def proxy(
              "openai_api_key": upstream_api_key, "public_base_url": public_base_url, "record_dir": record_dir,
              "admin_token": admin_token}
     data.update({k: v for k, v in flags.items() if v is not None})
-    try:
-        cfg = ModelProxyConfig.model_validate(data)
-    except ValueError as e:
-        raise _err(f"bad proxy config: {e}", 2) from None
+    with exit_on_error():
+        cfg = load_config(ModelProxyConfig, config, data)
     raise typer.Exit(run_model_proxy(cfg))
 
 
