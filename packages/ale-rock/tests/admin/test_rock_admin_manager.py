@@ -245,3 +245,47 @@ def test_a_commit_makes_its_name_known_to_its_own_namespace_only(tmp_path: Path)
         assert m.is_known_image("", "other")  # the backend default stays open to all
 
     asyncio.run(main())
+
+
+def test_a_reused_request_id_with_another_spec_is_refused(tmp_path: Path) -> None:
+    """The same request_id and spec is a retry (same sandbox); another spec under it is
+    ALREADY_EXISTS naming request_id, not silently the first sandbox."""
+
+    async def main() -> None:
+        m, _ = _manager(tmp_path)
+        _join(m, "w")
+        first = _req("img:1")
+        first.request_id = "job-7"
+        sb = await m.create(first, wait=True)
+        retry = _req("img:1")
+        retry.request_id = "job-7"
+        assert (await m.create(retry, wait=True)).id == sb.id
+        other = _req("img:2")
+        other.request_id = "job-7"
+        with pytest.raises(AdminError) as e:
+            await m.create(other, wait=True)
+        assert e.value.code == Code.ALREADY_EXISTS and e.value.field == "request_id" and sb.id in e.value.message
+        # The key is per namespace: another namespace may use it for its own spec.
+        foreign = CreateRequest(namespace="ns2", spec={"image": "img:2"}, cpu_millis=100, memory_bytes=2**20,
+                                ttl_seconds=60, idle_timeout_s=0, request_id="job-7")
+        assert (await m.create(foreign, wait=True)).id != sb.id
+
+    asyncio.run(main())
+
+
+def test_a_database_from_before_request_hash_is_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(db)
+    con.executescript(
+        "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, namespace TEXT NOT NULL, state TEXT NOT NULL, "
+        "worker_id TEXT NOT NULL DEFAULT '', message TEXT NOT NULL DEFAULT '', spec TEXT NOT NULL, "
+        "cpu_millis INTEGER NOT NULL, memory_bytes INTEGER NOT NULL, idle_timeout_s INTEGER NOT NULL DEFAULT 0, "
+        "request_id TEXT NOT NULL DEFAULT '', create_time REAL NOT NULL, update_time REAL NOT NULL, "
+        "expire_time REAL NOT NULL);"
+        "INSERT INTO sandboxes VALUES ('sb-old', 'ns', 'RUNNING', 'w', '', '{}', 1, 1, 0, 'r', 0, 0, 9e9);"
+    )
+    con.close()
+    rec = Store(db).get_sandbox("sb-old")
+    assert rec is not None and rec.request_id == "r" and rec.request_hash == ""

@@ -160,3 +160,23 @@ def test_exec_and_path_validation() -> None:
         with pytest.raises(AdminError) as e:
             validation.sandbox_id(sid)
         assert e.value.field == "sandbox_id"
+
+
+def test_scheduler_tells_a_backend_nobody_offers_from_a_full_cluster() -> None:
+    """No live worker offers the backend (or the GPUs): FAILED_PRECONDITION naming the field, a
+    permanent condition; workers that could run it but are full: RESOURCE_EXHAUSTED."""
+    docker_only = [_worker("d1", backends=["docker"]), _worker("d2", backends=["docker"], gpus=1)]
+    with pytest.raises(AdminError) as e:
+        pick_worker(docker_only, {}, Demand(1, 1, backend="local"))
+    assert e.value.code == Code.FAILED_PRECONDITION and e.value.field == "spec.backend"
+    assert "'local'" in e.value.message and "docker" in e.value.message
+    with pytest.raises(AdminError) as e:
+        pick_worker(docker_only, {}, Demand(1, 1, backend="docker", gpus=2))
+    assert e.value.code == Code.FAILED_PRECONDITION and e.value.field == "spec.resources.gpus"
+    assert pick_worker(docker_only, {}, Demand(1, 1, backend="docker", gpus=1)).id == "d2"
+    full = {"d1": Usage(4, 4000, 0), "d2": Usage(4, 4000, 0)}
+    with pytest.raises(AdminError) as e:
+        pick_worker(docker_only, full, Demand(500, 1, backend="docker"))
+    assert e.value.code == Code.RESOURCE_EXHAUSTED and e.value.metadata["quota"] == "cluster_capacity"
+    # A worker that lists no backends takes any: not a precondition failure.
+    assert pick_worker([_worker("any")], {}, Demand(1, 1, backend="local")).id == "any"

@@ -8,6 +8,7 @@ All methods run on the Admin's event loop; admission + placement + insert happen
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import secrets
@@ -50,6 +51,11 @@ class CreateRequest:
 
 def new_sandbox_id() -> str:
     return "sb-" + secrets.token_hex(6)
+
+
+def request_hash(spec: dict[str, Any]) -> str:
+    """Fingerprint of a create request's spec (defaults filled in), to tell a retry from a reuse."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 class SandboxLifecycle:
@@ -133,6 +139,14 @@ class SandboxLifecycle:
         if req.request_id:
             existing = self._store.find_by_request_id(req.namespace, req.request_id)
             if existing is not None:
+                if existing.request_hash and existing.request_hash != request_hash(req.spec):
+                    # A retry repeats its request; another spec under the same key is a client bug
+                    # that would otherwise get a sandbox it did not ask for.
+                    raise AdminError(
+                        Code.ALREADY_EXISTS,
+                        f"request_id {req.request_id!r} was used for sandbox {existing.id} with a different spec",
+                        field="request_id", sandbox_id=existing.id,
+                    )
                 return await self._maybe_wait(existing, wait)
         quotas.admit(
             req.namespace, req.cpu_millis, req.memory_bytes, self.config.quota_for(req.namespace),
@@ -148,7 +162,7 @@ class SandboxLifecycle:
             id=new_sandbox_id(), namespace=req.namespace, state=State.PENDING, spec=req.spec,
             cpu_millis=req.cpu_millis, memory_bytes=req.memory_bytes, expire_time=now + req.ttl_seconds,
             idle_timeout_s=req.idle_timeout_s, worker_id=worker.id, request_id=req.request_id,
-            create_time=now, update_time=now,
+            create_time=now, update_time=now, request_hash=request_hash(req.spec) if req.request_id else "",
         )
         self.records.insert(rec)
         self.feed.publish(Change(rec, None))

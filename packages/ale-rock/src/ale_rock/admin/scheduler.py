@@ -32,15 +32,33 @@ def _headroom(capacity: int, used: int, asked: int) -> float | None:
 
 
 def pick_worker(workers: list[WorkerRecord], allocated: dict[str, Usage], demand: Demand) -> WorkerRecord:
-    """The best live worker for ``demand``; UNAVAILABLE with none alive, RESOURCE_EXHAUSTED when
-    none has room."""
+    """The best live worker for ``demand``.
+
+    UNAVAILABLE with none alive (workers come and go: retry later); FAILED_PRECONDITION naming
+    ``spec.backend`` (or ``spec.resources.gpus``) when no live worker offers the backend (or that
+    many GPUs) at all — retrying will not help until such a worker joins; RESOURCE_EXHAUSTED
+    (``quota=cluster_capacity``) when some could run it but none has room now.
+    """
     live = [w for w in workers if w.alive]
     if not live:
         raise AdminError(Code.UNAVAILABLE, "no worker is registered and alive")
+    able = [w for w in live if not demand.backend or not w.backends or demand.backend in w.backends]
+    if not able:
+        offered = sorted({b for w in live for b in w.backends})
+        raise AdminError(
+            Code.FAILED_PRECONDITION,
+            f"no live worker offers backend {demand.backend!r} (offered: {', '.join(offered)})",
+            field="spec.backend", backend=demand.backend,
+        )
+    if demand.gpus and not any(w.gpus >= demand.gpus for w in able):
+        raise AdminError(
+            Code.FAILED_PRECONDITION,
+            f"no live worker{f' with backend {demand.backend!r}' if demand.backend else ''} has "
+            f"{demand.gpus} GPU(s) (most: {max(w.gpus for w in able)})",
+            field="spec.resources.gpus",
+        )
     best: tuple[float, WorkerRecord] | None = None
-    for w in live:
-        if demand.backend and w.backends and demand.backend not in w.backends:
-            continue
+    for w in able:
         if demand.gpus > w.gpus:
             continue
         used = allocated.get(w.id, Usage())

@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS sandboxes (
     request_id TEXT NOT NULL DEFAULT '',
     create_time REAL NOT NULL,
     update_time REAL NOT NULL,
-    expire_time REAL NOT NULL
+    expire_time REAL NOT NULL,
+    request_hash TEXT NOT NULL DEFAULT ''  -- last: Store.__init__ appends it to older databases
 );
 CREATE INDEX IF NOT EXISTS sandboxes_ns ON sandboxes(namespace, state);
 CREATE INDEX IF NOT EXISTS sandboxes_worker ON sandboxes(worker_id, state);
@@ -70,6 +71,8 @@ class SandboxRecord:
     request_id: str = ""
     create_time: float = field(default_factory=time.time)
     update_time: float = field(default_factory=time.time)
+    request_hash: str = ""
+    """Fingerprint of the spec the sandbox was created with (``""`` for rows older than it)."""
 
 
 @dataclass
@@ -109,7 +112,7 @@ class Usage:
 
 _COLUMNS = (
     "id, namespace, state, worker_id, message, spec, cpu_millis, memory_bytes, idle_timeout_s, "
-    "request_id, create_time, update_time, expire_time"
+    "request_id, create_time, update_time, expire_time, request_hash"
 )
 
 
@@ -118,6 +121,7 @@ def _row_to_record(row: tuple[Any, ...]) -> SandboxRecord:
         id=row[0], namespace=row[1], state=State(row[2]), worker_id=row[3], message=row[4],
         spec=json.loads(row[5]), cpu_millis=row[6], memory_bytes=row[7], idle_timeout_s=row[8],
         request_id=row[9], create_time=row[10], update_time=row[11], expire_time=row[12],
+        request_hash=row[13],
     )
 
 
@@ -143,6 +147,9 @@ class Store:
         self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(sandboxes)")}
+        if "request_hash" not in columns:  # a database from before the column
+            self._db.execute("ALTER TABLE sandboxes ADD COLUMN request_hash TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         with self._lock:
@@ -160,9 +167,10 @@ class Store:
     # -- sandboxes ---------------------------------------------------------------------------
     def insert_sandbox(self, r: SandboxRecord) -> None:
         self._write(
-            f"INSERT INTO sandboxes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO sandboxes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (r.id, r.namespace, r.state.value, r.worker_id, r.message, json.dumps(r.spec), r.cpu_millis,
-             r.memory_bytes, r.idle_timeout_s, r.request_id, r.create_time, r.update_time, r.expire_time),
+             r.memory_bytes, r.idle_timeout_s, r.request_id, r.create_time, r.update_time, r.expire_time,
+             r.request_hash),
         )
 
     def update_sandbox(self, sandbox_id: str, **changes: Any) -> None:
