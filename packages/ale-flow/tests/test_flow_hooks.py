@@ -91,6 +91,15 @@ def test_failing_hooks_are_events_and_never_block(run_agent):
     assert isinstance(events[-2], HookFailed) and isinstance(events[-1], Stopped)
 
 
+def test_subagent_hook_failures_reach_the_parent_stream(run_agent):
+    model = ScriptedModel([Reply(calls=[call("task", prompt="look")]), "child done", "parent done"])
+    events, stopped, _ = run_agent(model, hooks={"SessionStart": [{"command": "exit 5"}]})
+    failed = [e for e in events if isinstance(e, HookFailed)]
+    assert stopped.reason == StopReason.COMPLETED
+    assert [(f.hook_event, f.exit_code) for f in failed] == [("SessionStart", 5), ("SessionStart", 5)]  # parent, child
+    assert events.index(failed[1]) < [type(e) for e in events].index(ToolFinished)  # before the task tool's result
+
+
 @pytest.mark.parametrize("cmd", ["rm -rf /", "rm -rf / ", "sudo rm -fr /*", "rm -r -f ~", "rm --no-preserve-root -rf /", "mkfs.ext4 /dev/sda1", "dd if=/dev/zero of=/dev/sda"])
 def test_guard_blocks_destructive_commands(cmd):
     assert guard("shell", {"command": cmd}, "/w") is not None

@@ -382,7 +382,10 @@ class Agent:
         child = Agent(self.model, self.workspace, sub, tools=shared, confirm=self.confirm, record=False, allow_subagents=False)
         child.cancel = self.cancel
         child.ctx.cancel = self.cancel
-        done = child.run_to_end(prompt)
+        *events, done = child.run(prompt)
+        assert isinstance(done, ev.Stopped)
+        # The child's hooks failing must be as visible as the parent's: pass them up.
+        self._hook_failures += [e for e in events if isinstance(e, ev.HookFailed)]
         self.usage.add(done.usage)
         self.env.files_written |= child.env.files_written
         text = done.final_message or done.detail
