@@ -14,12 +14,12 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-import yaml
+from ale_proto.config import ConfigError, deep_merge, parse_overrides
 
 from ale_flow import events as ev
 from ale_flow.agent import Agent
 from ale_flow.models.base import Model
-from ale_flow.settings import Settings, SettingsError, load_settings, set_dotted
+from ale_flow.settings import Settings, load_settings, set_dotted
 from ale_flow.trajectory import load_trajectory
 from ale_flow.types import StopReason
 from ale_flow.workspace import SANDBOX_SCHEME, open_workspace
@@ -68,9 +68,8 @@ class AgentServicer:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
     def _settings(self, req: Any) -> Settings:
-        cli: dict[str, Any] = dict(self.base_settings)
-        for key, raw in req.settings.items():
-            set_dotted(cli, key, yaml.safe_load(raw) if raw else raw)
+        # A copy (the base's nested sections stay untouched); values parsed as YAML like `-c key=value`.
+        cli = deep_merge(self.base_settings, parse_overrides(f"{k}={v}" for k, v in req.settings.items()))
         if req.model.base_url:
             set_dotted(cli, "model.base_url", req.model.base_url)
         if req.model.model:
@@ -130,7 +129,7 @@ class AgentServicer:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "workspace: must be a directory path or sandbox://ID")
         try:
             settings = self._settings(request)
-        except SettingsError as e:
+        except ConfigError as e:  # SettingsError, or a bad `settings` entry
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         try:
             workspace = open_workspace(request.workspace)
