@@ -89,6 +89,32 @@ def test_text_game_with_namespaced_handles(channel: grpc.Channel) -> None:
     assert code == grpc.StatusCode.NOT_FOUND
 
 
+
+def _shape(d: common_pb2.ErrorDetail, handle: str) -> tuple[Any, ...]:
+    """An error detail with the handle it names replaced, to compare two handles' answers."""
+    return (d.code, d.message.replace(handle, "H"), d.field,
+            sorted((k, v.replace(handle, "H")) for k, v in d.metadata.items()))
+
+
+def test_another_namespaces_live_handle_looks_like_no_handle(channel: grpc.Channel) -> None:
+    """Existence leak: a live handle of namespace a, used by b, must answer exactly as a handle
+    that never existed — same code, message, field and metadata — in single calls and in Batch."""
+    stub = env_pb2_grpc.EnvServiceStub(channel)
+    live = stub.Make(env_pb2.MakeRequest(env_id="game:GuessTheNumber-v0"), timeout=10, metadata=meta(KEY_A)).env_handle
+    missing = live[:-6] + ("000000" if not live.endswith("000000") else "111111")
+    try:
+        answers = []
+        for h in (live, missing):
+            code, d = failure(lambda h=h: stub.Step(env_pb2.StepRequest(env_handle=h, action="x"), timeout=10,
+                                                    metadata=meta(KEY_B)))
+            batch = stub.Batch(env_pb2.EnvServiceBatchRequest(calls=[env_pb2.EnvCall(
+                step=env_pb2.StepRequest(env_handle=h, action="x"))]), timeout=10, metadata=meta(KEY_B))
+            answers.append((code, _shape(d, h), _shape(batch.results[0].error, h)))
+        assert answers[0] == answers[1]
+        assert answers[0][0] == grpc.StatusCode.NOT_FOUND
+    finally:
+        stub.Close(env_pb2.CloseRequest(env_handle=live), timeout=10, metadata=meta(KEY_A))
+
 def test_task_env_runs_in_a_sandbox_of_this_admin(cluster: Any) -> None:
     from ale_rock.envs import make
     from ale_rock.sdk import Sandbox

@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ale_proto.errors import abort, make_error
+from ale_proto.errors import abort
 from ale_proto.v1 import common_pb2, env_pb2
 
 from ale_rock.admin.auth import Authenticator
 from ale_rock.admin.config import AdminConfig
 from ale_rock.admin.convert import error_to_pb
 from ale_rock.admin.errors import AdminError
+from ale_rock.envs.errors import EnvNotFound
 from ale_rock.envs.host import EnvHost, HostLimits
 from ale_rock.envs.sandbox import SandboxProvider, SdkProvider
 from ale_rock.envs.server import EnvServicer
@@ -47,8 +48,12 @@ class AdminEnvServicer(EnvServicer):
         with self._lock:
             owner = self._owners.get(handle)
         if owner is not None and owner != ns:
-            abort(context, make_error(common_pb2.ERROR_CODE_NOT_FOUND, f"unknown env handle {handle!r}",
-                                      "env_handle"))
+            abort(context, self._not_found(handle))
+
+    def _not_found(self, handle: str) -> common_pb2.ErrorDetail:
+        """Another namespace's handle answers exactly as one that never existed (built by the same
+        path as the host's own NOT_FOUND, so no field or metadata tells the two apart)."""
+        return self._detail(EnvNotFound(f"unknown env handle {handle!r}", field="env_handle", env_handle=handle))
 
     def _prune(self) -> None:
         # Handles reclaimed by the reaper never see a Close: drop owners of dead handles now and then.
@@ -103,8 +108,7 @@ class AdminEnvServicer(EnvServicer):
             with self._lock:
                 owner = self._owners.get(handle)
             if owner is not None and owner != ns:
-                return env_pb2.EnvCallResult(error=make_error(
-                    common_pb2.ERROR_CODE_NOT_FOUND, f"unknown env handle {handle!r}", "env_handle"))
+                return env_pb2.EnvCallResult(error=self._not_found(handle))
         result = self._one(call)
         with self._lock:
             if kind == "make" and result.HasField("make"):
