@@ -151,7 +151,7 @@ def run(
         settings = load_settings(None if remote else workspace, overrides)
         llm = _build_model(settings)
     except SettingsError as e:
-        console.print(f"[red]settings error:[/] {escape(str(e))}")
+        typer.echo(f"error: {e}", err=True)  # one line, never wrapped (ale_proto.config's convention)
         raise typer.Exit(2) from None
     if not workspace.startswith(SANDBOX_SCHEME) and not create and not Path(workspace).is_dir():
         # A typo must not become a fresh empty workspace the agent then works in.

@@ -170,6 +170,8 @@ def load_settings(project_dir: str | os.PathLike[str] | None = None, cli: dict[s
         paths.append(_find(Path(project_dir) / ".ale"))
     try:
         layers: list[Layer] = [(str(p), read_mapping(p)) for p in paths if p is not None]
+        for layer in layers:  # each file on its own too: a bad value is reported even where a later layer overrides it
+            load_layers(Settings, [layer], default=layer[0])
         layers += env_layers(ENV_PREFIX, os.environ if environ is None else environ)
         if cli:
             layers.append(("command line", cli))
