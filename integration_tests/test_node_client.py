@@ -85,3 +85,18 @@ def test_exec_with_6_mb_of_output_arrives_whole(endpoints) -> None:
         assert err["error"]["code"] == "RESOURCE_EXHAUSTED"  # type: ignore[index]
     finally:
         node(endpoints, "sandbox", "rm", sid)
+
+
+def test_struct_fields_round_trip_through_node(endpoints) -> None:
+    """MakeRequest.kwargs goes out and ResetResponse/StepResponse.info come back as
+    google.protobuf.Struct; the example's converters give the same values as the game in-process."""
+    from ale_rock.envs import make
+
+    kwargs = {"max_number": 100, "max_turns": 7}
+    out = node(endpoints, "env", "make", "game:GuessTheNumber-v0", "--kwargs", json.dumps(kwargs),
+               "--seed", "3", "--step", "10")
+    env = make("game:GuessTheNumber-v0", **kwargs)
+    obs, info = env.reset(seed=3)
+    *_, step_info = env.step("10")
+    assert out["observation"] == obs and "between 1 and 100" in obs
+    assert out["info"] == info and out["steps"][0]["info"] == step_info  # type: ignore[index]

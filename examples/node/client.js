@@ -6,7 +6,7 @@
 //   node client.js --target ... sandbox exec SANDBOX_ID [--max-output-bytes N] [--timeout-ms N] -- echo hello
 //   node client.js --target ... sandbox ls
 //   node client.js --target ... sandbox rm SANDBOX_ID
-//   node client.js --target ... env make game:GuessTheNumber-v0 [--seed 1] [--step ACTION ...]
+//   node client.js --target ... env make game:GuessTheNumber-v0 [--kwargs JSON] [--seed 1] [--step ACTION ...]
 //
 // Output is one JSON object per command on stdout; errors go to stderr with the server's typed
 // ErrorDetail (code, field, message) and a non-zero exit code.
@@ -124,25 +124,59 @@ async function sandboxCommand(v1, opts, args) {
   }
 }
 
+// google.protobuf.Struct (MakeRequest.kwargs, MakeResponse.tools, ResetResponse/StepResponse.info)
+// reaches grpc-js as {fields: {k: {kind: 'numberValue', numberValue: 5}}} (proto-loader with
+// oneofs: true). These two functions convert between that and plain JSON values.
+function toValue(v) {
+  if (v === null || v === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof v === 'number') return { numberValue: v };
+  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'boolean') return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(toValue) } };
+  return { structValue: toStruct(v) };
+}
+
+function toStruct(obj) {
+  return { fields: Object.fromEntries(Object.entries(obj || {}).map(([k, v]) => [k, toValue(v)])) };
+}
+
+function fromValue(v) {
+  switch (v && v.kind) {
+    case 'numberValue': return v.numberValue;
+    case 'stringValue': return v.stringValue;
+    case 'boolValue': return v.boolValue;
+    case 'listValue': return (v.listValue.values || []).map(fromValue);
+    case 'structValue': return fromStruct(v.structValue);
+    default: return null; // nullValue, or unset
+  }
+}
+
+function fromStruct(s) {
+  return Object.fromEntries(Object.entries((s && s.fields) || {}).map(([k, v]) => [k, fromValue(v)]));
+}
+
 async function envCommand(v1, opts, args) {
   const client = new v1.EnvService(opts.target, grpc.credentials.createInsecure(), channelOptions(opts));
   const [sub, envId, ...rest] = args;
   if (sub !== 'make') throw new Error(`unknown env command: ${sub} (make)`);
   let seed;
+  let kwargs = {};
   const actions = [];
   for (let i = 0; i < rest.length; i++) {
     if (rest[i] === '--seed') seed = Number(rest[++i]);
+    else if (rest[i] === '--kwargs') kwargs = JSON.parse(rest[++i]);
     else if (rest[i] === '--step') actions.push(rest[++i]);
   }
-  const made = await call(client, 'Make', { env_id: envId }, opts);
+  const made = await call(client, 'Make', { env_id: envId, kwargs: toStruct(kwargs) }, opts);
   const handle = made.env_handle;
-  const out = { env_handle: handle, steps: [] };
+  const out = { env_handle: handle, tools: (made.tools || []).map(fromStruct), steps: [] };
   try {
     const reset = await call(client, 'Reset', seed === undefined ? { env_handle: handle } : { env_handle: handle, seed }, opts);
     out.observation = reset.observation;
+    out.info = fromStruct(reset.info);
     for (const action of actions) {
       const s = await call(client, 'Step', { env_handle: handle, action }, opts);
-      out.steps.push({ observation: s.observation, reward: s.reward, terminated: s.terminated, truncated: s.truncated });
+      out.steps.push({ observation: s.observation, reward: s.reward, terminated: s.terminated, truncated: s.truncated, info: fromStruct(s.info) });
       if (s.terminated || s.truncated) break;
     }
   } finally {
