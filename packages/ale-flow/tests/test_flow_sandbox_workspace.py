@@ -192,3 +192,17 @@ def test_local_and_sandbox_shells_return_the_same_text(sws, tmp_path):
     assert by_cmd[EQUALITY_SCRIPT[14][0]][0] == "still here\nhéllo 世界\nsub\n"
     assert by_cmd["echo bye >&2; exit 7"][0].startswith("bye\n") and "[exit code 7]" in by_cmd["echo bye >&2; exit 7"][0]
     assert local[-1][:3] == ("héllo 世界\nsub\n", False, "sub")
+
+
+def test_sandbox_errors_map_to_os_errors_by_type(sws):
+    """The SDK's typed errors (and the errno the Rocklet names) become the OSErrors tools handle."""
+    sws.write_bytes("d/f.txt", b"x")
+    for call, expected in (
+        (lambda: sws.read_bytes("missing.txt"), FileNotFoundError),
+        (lambda: sws.list_dir("missing"), FileNotFoundError),
+        (lambda: sws.read_bytes("d"), IsADirectoryError),
+        (lambda: sws.list_dir("d/f.txt"), NotADirectoryError),
+    ):
+        with pytest.raises(expected) as e:
+            call()
+        assert type(e.value) is expected  # the builtin, not the SDK's class

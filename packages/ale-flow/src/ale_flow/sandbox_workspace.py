@@ -7,6 +7,8 @@ environment variables (`ALE_ROCK_ADDRESS`, `ALE_ROCK_API_KEY`) unless a client i
 
 from __future__ import annotations
 
+import errno
+import os
 import posixpath
 import threading
 import uuid
@@ -26,18 +28,21 @@ def _sdk() -> Any:
 
 
 def _os_error(err: Exception, path: str) -> OSError:
-    """Map the SDK's typed errors to the OSErrors tools already handle."""
-    code = getattr(err, "code", "")
-    text = str(err)
-    if code == "NOT_FOUND" or "no such file" in text:
-        return FileNotFoundError(2, "No such file or directory", path)
-    if "Is a directory" in text:
-        return IsADirectoryError(21, "Is a directory", path)
-    if "not a directory" in text:
-        return NotADirectoryError(20, "Not a directory", path)
-    if code == "PERMISSION_DENIED":
-        return PermissionError(13, text, path)
-    return OSError(text)
+    """Map the SDK's typed errors to the OSErrors tools already handle.
+
+    By type and by the ``errno`` the Rocklet names in the error's metadata (``OSError(errno, ...)``
+    builds the matching subclass: EISDIR -> IsADirectoryError, ENOTDIR -> NotADirectoryError...).
+    """
+    errors = _sdk().errors
+    message = getattr(err, "message", str(err))
+    if isinstance(err, errors.FileNotFound):
+        return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    number = getattr(errno, getattr(err, "metadata", {}).get("errno", ""), 0)
+    if number:
+        return OSError(number, os.strerror(number), path)
+    if isinstance(err, errors.PermissionDenied):
+        return PermissionError(errno.EACCES, message, path)
+    return OSError(str(err))
 
 
 class SandboxShellSession:

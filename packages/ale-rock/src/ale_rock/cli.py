@@ -53,7 +53,7 @@ def _run(fn: Any) -> Any:
     try:
         return fn()
     except SandboxError as e:
-        raise _err(f"{e.code.lower()}: {e}") from None
+        raise _err(f"{e.code.name.lower()}: {e}") from None
 
 
 def _kv(items: list[str] | None, what: str) -> dict[str, str]:

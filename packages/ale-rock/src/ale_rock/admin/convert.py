@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ale_proto import errors as wire_errors
 from ale_proto.v1 import common_pb2, sandbox_pb2
 from google.protobuf import json_format, timestamp_pb2
 from grpc import StatusCode
@@ -15,7 +14,6 @@ from ale_rock.admin.store import SandboxRecord
 
 _STATE_TO_PB = {s: sandbox_pb2.SandboxState.Value(f"SANDBOX_STATE_{s.value}") for s in State}
 _PB_TO_STATE = {v: k for k, v in _STATE_TO_PB.items()}
-_CODE_TO_PB = {c: common_pb2.ErrorCode.Value(f"ERROR_CODE_{c.value}") for c in Code}
 
 
 def state_to_pb(state: State | None) -> int:
@@ -60,7 +58,7 @@ def sandbox_to_pb(r: SandboxRecord) -> sandbox_pb2.Sandbox:
 
 
 def error_to_pb(e: AdminError) -> common_pb2.ErrorDetail:
-    return wire_errors.make_error(_CODE_TO_PB[e.code], e.message, e.field, **e.metadata)
+    return e.detail
 
 
 _STATUS_TO_CODE = {

@@ -1,42 +1,25 @@
-"""Plain-Python errors of the Admin; the servicer turns them into ``ErrorDetail`` aborts."""
+"""The Admin's errors: the one ALE hierarchy (:mod:`ale_proto.errors`); the servicer sends each
+one's ``ErrorDetail`` (see ``admin/rpc.py``)."""
 
 from __future__ import annotations
 
-from enum import Enum
+from ale_proto.errors import AleError, ErrorCode, InvalidArgument, SandboxNotFound
+
+Code = ErrorCode
+"""The error codes (``ale.v1.ErrorCode``)."""
+
+AdminError = AleError
+"""``AdminError(Code.X, message, field=...)`` builds the class of code X (as ``OSError(errno, ...)``
+does); ``except AdminError`` catches every ALE error."""
+
+__all__ = ["AdminError", "Code", "invalid", "not_found"]
 
 
-class Code(str, Enum):
-    """Error categories (mirror ``ale.v1.ErrorCode``)."""
-
-    INVALID_ARGUMENT = "INVALID_ARGUMENT"
-    NOT_FOUND = "NOT_FOUND"
-    ALREADY_EXISTS = "ALREADY_EXISTS"
-    UNAUTHENTICATED = "UNAUTHENTICATED"
-    PERMISSION_DENIED = "PERMISSION_DENIED"
-    RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
-    FAILED_PRECONDITION = "FAILED_PRECONDITION"
-    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
-    UNAVAILABLE = "UNAVAILABLE"
-    LOST = "LOST"
-    INTERNAL = "INTERNAL"
-
-
-class AdminError(Exception):
-    """A failure to report to the client with a code, an optional field and metadata."""
-
-    def __init__(self, code: Code, message: str, field: str = "", **metadata: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.field = field
-        self.metadata = metadata
-
-
-def invalid(field: str, message: str) -> AdminError:
+def invalid(field: str, message: str) -> AleError:
     """An INVALID_ARGUMENT error naming ``field``."""
-    return AdminError(Code.INVALID_ARGUMENT, message, field=field)
+    return InvalidArgument(message, field)
 
 
-def not_found(sandbox_id: str) -> AdminError:
+def not_found(sandbox_id: str) -> AleError:
     """The sandbox does not exist or belongs to another namespace (indistinguishable on purpose)."""
-    return AdminError(Code.NOT_FOUND, f"sandbox {sandbox_id} not found", field="sandbox_id")
+    return SandboxNotFound(f"sandbox {sandbox_id} not found", "sandbox_id")

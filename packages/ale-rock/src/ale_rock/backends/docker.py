@@ -31,6 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
+from ale_proto.errors import InternalError, SandboxNotFound
 from pydantic import BaseModel, ConfigDict, Field
 
 from ale_rock.backends.base import Limits, SandboxConfig, SandboxHandle, Usage
@@ -66,12 +67,8 @@ _MAX_UNIX_PATH = 107  # sun_path holds 108 bytes including the terminating NUL
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
-class DockerBackendError(RuntimeError):
+class DockerBackendError(InternalError, RuntimeError):
     """The engine refused or failed an operation (the message carries the engine's reason)."""
-
-
-class SandboxNotFound(KeyError):
-    """No sandbox with this id exists on this backend."""
 
 
 def _docker() -> Any:

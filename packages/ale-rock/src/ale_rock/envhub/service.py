@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 from ale_proto import serving
-from ale_proto.errors import abort, make_error
+from ale_proto.errors import AleError, abort, make_error
 from ale_proto.serving import add_standard_services
 from ale_proto.v1 import common_pb2, env_pb2, env_pb2_grpc
 from pydantic import BaseModel, ConfigDict, Field
@@ -76,6 +76,8 @@ class EnvHubServicer(env_pb2_grpc.EnvHubServiceServicer):
 
     @staticmethod
     def _fail(context: Any, e: Exception) -> None:
+        if isinstance(e, AleError):  # e.g. the Admin's authentication error
+            abort(context, e.detail)
         code_name = str(getattr(getattr(e, "code", None), "value", getattr(e, "code", "")))
         if isinstance(e, HubError) or f"ERROR_CODE_{code_name}" in _CODES:
             # HubError, or the host's auth error (e.g. the Admin's AdminError): same shape.

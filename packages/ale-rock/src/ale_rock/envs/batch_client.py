@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import grpc
+from ale_proto.errors import error_from_detail
 from ale_proto.v1 import env_pb2, env_pb2_grpc
 from pydantic import BaseModel, ConfigDict
 
 from ale_rock.envs.client import _CHANNEL_OPTIONS, _make_request, typed_error
 from ale_rock.envs.convert import from_struct, step_from_pb
 from ale_rock.envs.core import StepResult
-from ale_rock.envs.errors import EnvError, error_class
+from ale_rock.envs.errors import EnvError
 
 
 class BatchClientConfig(BaseModel):
@@ -78,8 +79,7 @@ class _Lane:
 def _result_of(kind: str, result: env_pb2.EnvCallResult) -> Any:
     which = result.WhichOneof("result")
     if which == "error":
-        d = result.error
-        raise error_class(d.code)(d.message, d.field, **dict(d.metadata))
+        raise error_from_detail(result.error)
     if which != kind:
         raise EnvError(f"the server answered a {kind} call with {which!r}")
     return getattr(result, kind)

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
-from ale_proto.errors import error_detail_of
+from ale_proto.errors import error_from_rpc
 from ale_proto.v1 import env_pb2, env_pb2_grpc
 
 from ale_rock.envs.convert import from_struct, step_from_pb, to_struct
 from ale_rock.envs.core import StepResult
-from ale_rock.envs.errors import EnvError, error_class
+from ale_rock.envs.errors import EnvError
 from ale_rock.grpc_options import channel_options
 
 _CHANNEL_OPTIONS = channel_options(
@@ -27,8 +27,7 @@ _CHANNEL_OPTIONS = channel_options(
 
 def typed_error(err: grpc.RpcError) -> EnvError:
     """The :class:`EnvError` subclass a failed call stands for."""
-    d = error_detail_of(err)
-    return error_class(d.code)(d.message, d.field, **dict(d.metadata))
+    return error_from_rpc(err)
 
 
 def _make_request(

@@ -90,8 +90,7 @@ class EnvServicer(env_pb2_grpc.EnvServiceServicer):
 
     def _detail(self, e: Exception) -> common_pb2.ErrorDetail:
         if isinstance(e, EnvError):
-            meta = {k: str(v) for k, v in e.metadata.items()}
-            return make_error(e.code, e.message, e.field, **meta)  # type: ignore[arg-type]
+            return e.detail
         self.host.metrics["internal_errors"] += 1
         return make_error(common_pb2.ERROR_CODE_INTERNAL, f"{type(e).__name__}: {e}")
 

@@ -102,9 +102,9 @@ class FileOps:
         page_size = min(page_size or 100, MAX_LIST)
         with _os_errors(full):
             if not os.path.lexists(full):
-                raise RockletError("not_found", f"{full}: no such file or directory", "path")
+                raise RockletError("not_found", f"{full}: no such file or directory", "path", errno="ENOENT")
             if not os.path.isdir(full):
-                raise RockletError("invalid", f"{full} is not a directory", "path")
+                raise RockletError("invalid", f"{full} is not a directory", "path", errno="ENOTDIR")
             names: list[str] = []
             if recursive:
                 for root, dirs, files in os.walk(full):
@@ -256,9 +256,11 @@ class _os_errors:
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: object) -> None:
         if isinstance(e, FileNotFoundError):
-            raise RockletError("not_found", f"{self.path}: no such file or directory", "path") from e
+            raise RockletError("not_found", f"{self.path}: no such file or directory", "path", errno="ENOENT") from e
         if isinstance(e, (PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)):
-            raise RockletError("invalid", f"{self.path}: {e.strerror}", "path") from e
+            # The errno's name travels in the detail, so clients rebuild the same OSError.
+            raise RockletError("invalid", f"{self.path}: {e.strerror}", "path",
+                               errno=errno.errorcode.get(e.errno or 0, "")) from e
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
             raise RockletError("exhausted", f"{self.path}: {e.strerror}", "path") from e
         if isinstance(e, OSError):

@@ -33,7 +33,7 @@ T = TypeVar("T")
 
 
 def _abort(context: grpc.ServicerContext, e: RockletError) -> None:
-    abort(context, make_error(_CODES.get(e.kind, common_pb2.ERROR_CODE_INTERNAL), e.message, e.field))
+    abort(context, make_error(_CODES.get(e.kind, common_pb2.ERROR_CODE_INTERNAL), e.message, e.field, **e.metadata))
 
 
 def _guard(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:

@@ -19,12 +19,14 @@ DEFAULT_MAX_OUTPUT = 1 << 20
 class RockletError(Exception):
     """A request the engines refuse; the servicer turns it into a typed gRPC error."""
 
-    def __init__(self, kind: str, message: str, field: str = "") -> None:
+    def __init__(self, kind: str, message: str, field: str = "", **metadata: str) -> None:
         super().__init__(message)
         self.kind = kind
         """One of "invalid", "not_found", "exists", "busy", "exhausted", "internal"."""
         self.message = message
         self.field = field
+        self.metadata = metadata
+        """Sent in the ErrorDetail, e.g. ``errno="EISDIR"`` for an OS error on a path."""
 
 
 class EndReason(enum.IntEnum):
