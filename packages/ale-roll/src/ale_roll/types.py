@@ -33,7 +33,12 @@ if TYPE_CHECKING:
 
 
 class StopReason(str, Enum):
-    """Why the inference engine stopped generating a turn."""
+    """Why a turn's generation ended: an engine's ``Generation`` ends with STOP, LENGTH or ABORTED;
+    a rollout adds TOOL_CALL, TIMEOUT and ERROR. The values are the contract's ``StopReason`` names
+    (``STOP_REASON_ABORTED`` → ``"aborted"``), as ale-rock's call records carry them.
+
+    Not ale-flow's ``AgentStopReason``, which says why a whole agent run ended.
+    """
 
     STOP = "stop"
     LENGTH = "length"

@@ -61,7 +61,7 @@ def test_abort_from_another_thread(engines, prompt_ids):
         assert time.monotonic() < deadline and worker.is_alive()
         time.sleep(0.01)
     worker.join(60)
-    assert out["g"].stop_reason == "abort"
+    assert out["g"].stop_reason == "aborted"
     assert len(out["g"].token_ids) < 400
     assert not infer.abort("r1")  # no longer running
 

@@ -202,7 +202,7 @@ def test_abort_during_the_batch_window_keeps_the_batcher_alive(tiny_model_dir, t
     try:
         batcher = servicer.batcher
         fut = batcher.submit(prompt_ids, GREEDY, "early")
-        assert batcher.abort("early") and fut.result(5).stop_reason == "abort"  # aborted inside the window
+        assert batcher.abort("early") and fut.result(5).stop_reason == "aborted"  # aborted inside the window
         time.sleep(0.6)
         assert batcher._thread.is_alive()
         assert len(_one(stub, _req("after", prompt_ids)).token_ids) == 6

@@ -73,7 +73,7 @@ def test_remote_abort(served, prompt_ids):
         assert time.monotonic() < deadline and t.is_alive()
         time.sleep(0.02)
     t.join(60)
-    assert out["g"].stop_reason == "abort" and len(out["g"].token_ids) < 400
+    assert out["g"].stop_reason == "aborted" and len(out["g"].token_ids) < 400
 
 
 def test_weight_sync_over_grpc(served, tiny_model_dir, prompt_ids):

@@ -62,7 +62,7 @@ def test_abort_returns_partial_output(vllm_engine, prompt_ids):
         time.sleep(0.01)
     worker.join(120)
     assert not worker.is_alive()
-    assert out["g"].stop_reason == "abort" and len(out["g"].token_ids) < 900
+    assert out["g"].stop_reason == "aborted" and len(out["g"].token_ids) < 900
 
 
 def test_sync_changes_generations_and_is_verified(vllm_engine, train, prompt_ids):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ale_roll.config import EnvConfig, RunConfig
-from ale_roll.engines.base import Generation, LossFn, SamplingParams, WeightSource, WeightUpdate
+from ale_roll.engines.base import Generation, SamplingParams, TokenLossFn, WeightSource, WeightUpdate
 
 
 def _set_threads(num_cpus: float, configured: int) -> None:
@@ -62,7 +62,7 @@ class TrainActor:
         return self.engine.forward_logprobs(input_ids, attention_mask).cpu()
 
     def backward(self, input_ids: Any, label_mask: Any, attention_mask: Any = None, token_weights: Any = None,
-                 loss_fn: LossFn | None = None) -> tuple[float, list[dict[str, Any]]]:
+                 loss_fn: TokenLossFn | None = None) -> tuple[float, list[dict[str, Any]]]:
         loss = self.engine.backward(input_ids, label_mask, attention_mask=attention_mask,
                                     token_weights=token_weights, loss_fn=loss_fn)
         return loss, closure_dicts(loss_fn)

@@ -17,7 +17,7 @@ import ray
 from ray.exceptions import GetTimeoutError
 
 from ale_roll.cluster.actors import closure_dicts
-from ale_roll.engines.base import Generation, LossFn, SamplingParams, WeightSource, WeightUpdate
+from ale_roll.engines.base import Generation, SamplingParams, TokenLossFn, WeightSource, WeightUpdate
 
 
 class ActorCallTimeout(TimeoutError):
@@ -97,7 +97,7 @@ class RemoteTrainEngine:
         return self._call(self.actor.forward_logprobs.remote(input_ids, attention_mask), "forward_logprobs")
 
     def backward(self, input_ids: Any, label_mask: Any, *, attention_mask: Any = None, token_weights: Any = None,
-                 loss_fn: LossFn | None = None) -> float:
+                 loss_fn: TokenLossFn | None = None) -> float:
         loss, dicts = self._call(self.actor.backward.remote(input_ids, label_mask, attention_mask, token_weights,
                                                             loss_fn), "backward")
         for mine, theirs in zip(closure_dicts(loss_fn), dicts, strict=False):

@@ -16,18 +16,19 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
+
+from ale_roll.types import StopReason
 
 if TYPE_CHECKING:
     import torch
 
-StopReason = Literal["stop", "length", "abort"]
-
 #: Named tensors, or a safetensors file holding them (the cross-process path).
 WeightSource = Union["Mapping[str, torch.Tensor]", str, os.PathLike]
 
-#: ``loss_fn(logprobs [B, T], label_mask [B, T]) -> scalar`` for engines' ``backward``.
-LossFn = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]
+#: ``loss_fn(logprobs [B, T], label_mask [B, T]) -> scalar`` for engines' ``backward`` (token level; not
+#: :class:`ale_roll.algorithms.LossFn`, a registered RL/SFT loss over a whole batch's inputs).
+TokenLossFn = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]
 
 
 class WeightSyncError(RuntimeError):
@@ -61,8 +62,12 @@ class Generation:
     token_ids: list[int]
     logprobs: list[float]
     stop_reason: StopReason
+    """STOP, LENGTH or ABORTED."""
     policy_version: int
     prompt_token_ids: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.stop_reason = StopReason(self.stop_reason)  # a plain "stop" string is accepted
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,7 @@ class TrainEngine(Protocol):
         *,
         attention_mask: torch.Tensor | None = None,
         token_weights: torch.Tensor | None = None,
-        loss_fn: LossFn | None = None,
+        loss_fn: TokenLossFn | None = None,
     ) -> float:
         """Accumulate gradients and return the loss value.
 
@@ -143,7 +148,7 @@ class InferenceEngine(Protocol):
         ...
 
     def abort(self, request_id: str) -> bool:
-        """Stop a running request (from another thread); its Generation ends with ``"abort"``."""
+        """Stop a running request (from another thread); its Generation ends with ``StopReason.ABORTED``."""
         ...
 
     def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:

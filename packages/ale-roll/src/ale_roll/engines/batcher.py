@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams
+from ale_roll.types import StopReason
 
 
 @dataclass(eq=False)  # compared by identity: list.remove must not compare prompts field by field
@@ -69,7 +70,7 @@ class MicroBatcher:
         return min(max_tokens, room)
 
     def submit(self, prompt: Sequence[int], params: SamplingParams, request_id: str) -> Future[Generation]:
-        """Queue one request; the future resolves to its Generation (``"abort"`` if aborted)."""
+        """Queue one request; the future resolves to its Generation (``StopReason.ABORTED`` if aborted)."""
         return self.submit_many([prompt], [params], [request_id])[0]
 
     def submit_many(self, prompts: Sequence[Sequence[int]], params: Sequence[SamplingParams],
@@ -113,7 +114,7 @@ class MicroBatcher:
                 self._pending.remove(item)
                 del self._items[request_id]
                 item.state = "done"
-                item.future.set_result(Generation(request_id, [], [], "abort", self.engine.policy_version, item.prompt))
+                item.future.set_result(Generation(request_id, [], [], StopReason.ABORTED, self.engine.policy_version, item.prompt))
                 return True
         return bool(self.engine.abort(request_id))
 
@@ -199,4 +200,4 @@ def _cut(gen: Generation, max_tokens: int) -> Generation:
     if len(gen.token_ids) <= max_tokens:
         return gen
     return dataclasses.replace(gen, token_ids=gen.token_ids[:max_tokens], logprobs=gen.logprobs[:max_tokens],
-                               stop_reason="length")
+                               stop_reason=StopReason.LENGTH)

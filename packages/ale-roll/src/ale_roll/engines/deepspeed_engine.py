@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from ale_proto.config import deep_merge
 from ale_proto.serving import free_port
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -75,7 +74,14 @@ def ds_config(cfg: DeepSpeedConfig, world_size: int) -> dict[str, Any]:
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
     }
-    return deep_merge(conf, cfg.extra)
+    return _merge(conf, cfg.extra)
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 class DeepSpeedTrainEngine:

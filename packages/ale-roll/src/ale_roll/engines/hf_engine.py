@@ -13,12 +13,12 @@ import torch
 from ale_roll.engines.base import (
     Generation,
     SamplingParams,
-    StopReason,
     WeightSource,
     WeightSyncError,
     WeightUpdate,
 )
 from ale_roll.engines.weight_sync import fingerprint, read_weight_source
+from ale_roll.types import StopReason
 
 
 class _AbortCriteria:
@@ -134,18 +134,18 @@ class HFInferenceEngine:
         self, rid: str, prompt: list[int], toks: list[int], lps: list[float], stop_ids: set[int],
         aborted_at: int | None, max_tokens: int,
     ) -> Generation:
-        reason: StopReason = "length"
+        reason = StopReason.LENGTH
         n = len(toks)
         for j, t in enumerate(toks):
             if aborted_at is not None and j >= aborted_at:
-                n, reason = aborted_at, "abort"
+                n, reason = aborted_at, StopReason.ABORTED
                 break
             if t in stop_ids:
-                n, reason = j + 1, "stop"  # the stop token is part of the completion, as in vLLM
+                n, reason = j + 1, StopReason.STOP  # the stop token is part of the completion, as in vLLM
                 break
         else:
             if aborted_at is not None and n < max_tokens:
-                reason = "abort"
+                reason = StopReason.ABORTED
         return Generation(rid, toks[:n], lps[:n], reason, self._version, prompt)
 
     def _left_pad(self, prompts: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -21,16 +21,17 @@ from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
 from ale_roll.engines.base import (
     Generation,
     SamplingParams,
-    StopReason,
     WeightSource,
     WeightSyncError,
     WeightUpdate,
 )
 from ale_roll.engines.inference_server import DTYPE_CODES
 from ale_roll.engines.weight_sync import dedupe_tied, fingerprint
+from ale_roll.types import StopReason
 
-_REASONS: dict[int, StopReason] = {common_pb2.STOP_REASON_STOP: "stop", common_pb2.STOP_REASON_LENGTH: "length",
-                                   common_pb2.STOP_REASON_ABORTED: "abort"}
+_REASONS: dict[int, StopReason] = {common_pb2.STOP_REASON_STOP: StopReason.STOP,
+                                   common_pb2.STOP_REASON_LENGTH: StopReason.LENGTH,
+                                   common_pb2.STOP_REASON_ABORTED: StopReason.ABORTED}
 CHUNK_BYTES = 4 << 20
 
 
@@ -83,7 +84,7 @@ class InferenceClient:
         resp = self.stub.GenerateBatch(req, timeout=self.timeout_s, metadata=self.metadata)
         if len(resp.results) != len(ids):
             raise RuntimeError(f"GenerateBatch returned {len(resp.results)} results for {len(ids)} requests")
-        return [Generation(r.request_id, list(r.token_ids), list(r.logprobs), _REASONS.get(r.stop_reason, "stop"),
+        return [Generation(r.request_id, list(r.token_ids), list(r.logprobs), _REASONS.get(r.stop_reason, StopReason.STOP),
                            int(r.policy_version), list(p)) for r, p in zip(resp.results, prompts)]
 
     def abort(self, request_id: str) -> bool:

@@ -38,11 +38,12 @@ from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
 
 from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams, WeightSyncError
 from ale_roll.engines.batcher import MicroBatcher
+from ale_roll.types import StopReason
 
 SERVICE_NAME = "ale.v1.InferenceService"
 
-_STOP = {"stop": common_pb2.STOP_REASON_STOP, "length": common_pb2.STOP_REASON_LENGTH,
-         "abort": common_pb2.STOP_REASON_ABORTED}
+_STOP = {StopReason.STOP: common_pb2.STOP_REASON_STOP, StopReason.LENGTH: common_pb2.STOP_REASON_LENGTH,
+         StopReason.ABORTED: common_pb2.STOP_REASON_ABORTED}
 _DTYPES = {inference_pb2.D_TYPE_FLOAT32: torch.float32, inference_pb2.D_TYPE_FLOAT16: torch.float16,
            inference_pb2.D_TYPE_BFLOAT16: torch.bfloat16}
 DTYPE_CODES = {v: k for k, v in _DTYPES.items()}
@@ -153,7 +154,7 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
         hit = stop_at_strings(toks, stops, self.tokenizer.decode) if stops else None
         if hit is not None:
             n, text = hit
-            toks, lps, reason = toks[:n], lps[:n], "stop"
+            toks, lps, reason = toks[:n], lps[:n], StopReason.STOP
         if text is None:
             text = self.tokenizer.decode(toks) if self.tokenizer is not None else ""
         return inference_pb2.GenerateResponse(

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from ale_roll.engines.base import LossFn
+from ale_roll.engines.base import TokenLossFn
 from ale_roll.engines.logprobs import token_logprobs, weighted_loss
 from ale_roll.engines.rng import rng_state, set_rng_state
 
@@ -60,7 +60,7 @@ class TorchTrainEngine:
         *,
         attention_mask: torch.Tensor | None = None,
         token_weights: torch.Tensor | None = None,
-        loss_fn: LossFn | None = None,
+        loss_fn: TokenLossFn | None = None,
     ) -> float:
         lp = token_logprobs(self.model, input_ids.to(self.device), _to(attention_mask, self.device))
         loss = weighted_loss(lp, label_mask.to(self.device), _to(token_weights, self.device), loss_fn)

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ale_roll.engines.base import Generation, SamplingParams, WeightSource, WeightSyncError, WeightUpdate
+from ale_roll.types import StopReason
 
 
 class VLLMConfig(BaseModel):
@@ -209,11 +210,13 @@ class VLLMInferenceEngine:
             core.shutdown()
 
 
+# vLLM's finish_reason strings → ours (anything else, e.g. a stop string, is a normal stop).
+_VLLM_REASONS = {"stop": StopReason.STOP, "length": StopReason.LENGTH, "abort": StopReason.ABORTED}
+
 def _to_generation(rid: str, prompt: Sequence[int], out: Any, reason: str, version: int) -> Generation:
     if out is None:
-        return Generation(rid, [], [], "abort", version, list(prompt))
+        return Generation(rid, [], [], StopReason.ABORTED, version, list(prompt))
     comp = out.outputs[0]  # type: ignore[index]  # RequestOutput with n=1
     toks = list(comp.token_ids)
     lps = [float(step[tok].logprob) for tok, step in zip(toks, comp.logprobs or [])]
-    stop = reason if reason in ("stop", "length", "abort") else "stop"
-    return Generation(rid, toks, lps, stop, version, list(prompt))  # type: ignore[arg-type]
+    return Generation(rid, toks, lps, _VLLM_REASONS.get(reason, StopReason.STOP), version, list(prompt))

@@ -26,9 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 from ale_roll.engines.base import SamplingParams
 from ale_roll.rollout.formatting import ChatFormat
 from ale_roll.rollout.generation import Generator
-from ale_roll.types import StopReason, Trajectory, Turn
-
-_STOP = {"stop": StopReason.STOP, "length": StopReason.LENGTH, "abort": StopReason.ABORTED}
+from ale_roll.types import Trajectory, Turn
 
 
 class EnvTimeout(TimeoutError):
@@ -162,7 +160,7 @@ class EpisodeRunner:
                 self.times.tokens += len(gen.token_ids)
                 turn = Turn(prompt_ids=list(context) if k == 0 else [], completion_ids=list(gen.token_ids),
                             logprobs=list(gen.logprobs), policy_version=gen.policy_version,
-                            stop_reason=_STOP.get(gen.stop_reason, StopReason.STOP))
+                            stop_reason=gen.stop_reason)
                 turns.append(turn)
                 action = self.fmt.action_text(gen.token_ids)
                 obs, reward, terminated, truncated, info = await (
