@@ -157,8 +157,8 @@ def sandbox_vs_local(n: int) -> dict[str, Any]:
     if shutil.which("bwrap") is None:
         return {"reason": "bubblewrap is not installed"}
     try:
-        from ale_rock.sdk import Sandbox
         from ale_rock.local_cluster import LocalCluster
+        from ale_rock.sdk import Sandbox
     except ImportError:
         return {"reason": "the ale-rock SDK is not installed"}
     from pathlib import Path

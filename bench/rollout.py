@@ -318,8 +318,8 @@ def agent_native(episodes: int, concurrency: int, task_id: str, model_ms: float,
     from ale_rock.envs.server import EnvServerConfig, serve_env_service
     from ale_rock.envs.terminal import find_task
     from ale_rock.episode import run_episode
-    from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
     from ale_rock.local_cluster import LocalCluster, real_worker_argv
+    from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
     from ale_rock.sdk.model_proxy import ModelProxyClient
     from ale_roll.engines.base import SamplingParams
     from ale_roll.engines.inference_server import InferenceServicer, serve

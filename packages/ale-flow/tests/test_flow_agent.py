@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ale_flow import Agent, Settings, StopReason
+from ale_flow import Agent, AgentStopReason, Settings
 from ale_flow.events import AssistantMessage, MalformedToolCall, Reminder, ToolFinished
 from ale_flow.models.scripted import Reply, ScriptedModel, call
 from ale_flow.trajectory import load_trajectory
@@ -17,7 +17,7 @@ def results(events):
 
 def test_completes_and_returns_final_message(run_agent, ws):
     events, stopped, agent = run_agent([Reply(calls=[call("write_file", path="hello.txt", content="hi")]), "created hello.txt"])
-    assert stopped.reason == StopReason.COMPLETED
+    assert stopped.reason == AgentStopReason.COMPLETED
     assert stopped.final_message == "created hello.txt"
     assert stopped.steps == 2
     assert ws.read_bytes("hello.txt") == b"hi"
@@ -39,13 +39,13 @@ def test_model_sees_task_tools_and_results(run_agent):
 def test_max_steps_limit(run_agent):
     model = ScriptedModel([Reply(calls=[call("list_directory")])], repeat_last=True)
     _, stopped, _ = run_agent(model, limits={"max_steps": 3}, detection={"identical_calls": 100})
-    assert stopped.reason == StopReason.MAX_STEPS and stopped.steps == 3
+    assert stopped.reason == AgentStopReason.MAX_STEPS and stopped.steps == 3
 
 
 def test_token_and_cost_limits(run_agent):
     model = ScriptedModel([Reply("x" * 400, calls=[call("glob", pattern="*")])], repeat_last=True)
     _, stopped, _ = run_agent(model, limits={"max_tokens": 300}, detection={"identical_calls": 100, "repeated_content": 100})
-    assert stopped.reason == StopReason.MAX_TOKENS
+    assert stopped.reason == AgentStopReason.MAX_TOKENS
     model = ScriptedModel([Reply("y" * 400, calls=[call("glob", pattern="*")])], repeat_last=True)
     _, stopped, _ = run_agent(
         model,
@@ -53,13 +53,13 @@ def test_token_and_cost_limits(run_agent):
         model={"price_per_1k_prompt": 1.0, "price_per_1k_completion": 1.0},
         detection={"identical_calls": 100, "repeated_content": 100},
     )
-    assert stopped.reason == StopReason.MAX_COST
+    assert stopped.reason == AgentStopReason.MAX_COST
 
 
 def test_time_limit(run_agent):
     model = ScriptedModel([Reply(calls=[call("shell", command="sleep 0.3")])], repeat_last=True)
     _, stopped, _ = run_agent(model, limits={"time_limit_s": 0.5}, detection={"identical_calls": 100})
-    assert stopped.reason == StopReason.TIME_LIMIT
+    assert stopped.reason == AgentStopReason.TIME_LIMIT
 
 
 def test_interrupt_kills_running_shell_and_stops(ws):
@@ -69,7 +69,7 @@ def test_interrupt_kills_running_shell_and_stops(ws):
     t0 = time.monotonic()
     events = list(agent.run("sleep"))
     assert time.monotonic() - t0 < 25  # far below the 30 s the command/hook would take
-    assert events[-1].reason == StopReason.INTERRUPTED
+    assert events[-1].reason == AgentStopReason.INTERRUPTED
     res = results(events)[0]
     assert res.is_error and "interrupted" in res.content and "never" not in res.content
 
@@ -85,7 +85,7 @@ def test_plan_mode_blocks_writes_but_allows_reads(run_agent, ws):
     assert r[1].blocked and "plan mode" in r[1].content
     assert r[2].blocked
     assert not (ws.root and __import__("os").path.exists(ws.root + "/b.txt"))
-    assert stopped.reason == StopReason.COMPLETED
+    assert stopped.reason == AgentStopReason.COMPLETED
 
 
 def test_default_and_accept_edits_modes(run_agent, ws):
@@ -108,13 +108,13 @@ def test_unknown_tool_and_invalid_arguments_are_reported(run_agent):
     assert "unknown tool 'no_such_tool'" in r[0].content and "read_file" in r[0].content
     assert "expected string" in r[1].content
     assert "missing required property 'path'" in r[2].content
-    assert stopped.reason == StopReason.COMPLETED
+    assert stopped.reason == AgentStopReason.COMPLETED
 
 
 def test_malformed_calls_are_reported_counted_and_bounded(run_agent):
     model = ScriptedModel(['<tool_call>{"name": "shell", "arguments": {"command": "ls"</tool_call>'], repeat_last=True)
     events, stopped, agent = run_agent(model, limits={"max_malformed": 3})
-    assert stopped.reason == StopReason.MALFORMED_LIMIT
+    assert stopped.reason == AgentStopReason.MALFORMED_LIMIT
     assert sum(isinstance(e, MalformedToolCall) for e in events) == 3
     assert "could not be used" in model.seen[1][-1]["content"]
     assert all(t.error for t in load_trajectory(agent.trajectory_path).turns)
@@ -125,7 +125,7 @@ def test_truncated_call_then_recovery(run_agent, ws):
     events, stopped, _ = run_agent(model)
     mal = [e for e in events if isinstance(e, MalformedToolCall)]
     assert len(mal) == 1 and "cut off" in mal[0].problems[0]
-    assert stopped.reason == StopReason.COMPLETED and ws.read_bytes("r.txt") == b"ok"
+    assert stopped.reason == AgentStopReason.COMPLETED and ws.read_bytes("r.txt") == b"ok"
 
 
 def test_parallel_read_only_calls(run_agent, ws):

@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from ale_flow import StopReason
+from ale_flow import AgentStopReason
 from ale_flow.events import HookFailed, SessionStarted, Stopped, ToolFinished, ToolStarted
 from ale_flow.hooks import HookRunner, HookSpec, guard
 from ale_flow.models.scripted import Reply, ScriptedModel, call
@@ -46,7 +46,7 @@ def test_pre_tool_use_block_with_matcher(run_agent, ws):
 
 def test_user_prompt_submit_can_refuse(run_agent):
     _, stopped, _ = run_agent(["never"], hooks={"UserPromptSubmit": [{"command": "echo 'prompt refused' >&2; exit 2"}]})
-    assert stopped.reason == StopReason.BLOCKED and stopped.detail == "prompt refused"
+    assert stopped.reason == AgentStopReason.BLOCKED and stopped.detail == "prompt refused"
 
 
 def test_stop_hook_sends_agent_back_once(run_agent, tmp_path):
@@ -64,7 +64,7 @@ def test_hanging_hook_times_out_and_agent_continues(run_agent):
     events, stopped, _ = run_agent([Reply(calls=[call("shell", command="echo ran")]), "ok"], hooks=hooks)
     assert time.monotonic() - t0 < 25  # far below the 30 s the command/hook would take
     r = [e.result for e in events if isinstance(e, ToolFinished)][0]
-    assert "ran" in r.content and stopped.reason == StopReason.COMPLETED
+    assert "ran" in r.content and stopped.reason == AgentStopReason.COMPLETED
 
 
 def test_runner_reports_timeouts_and_failures(tmp_path):
@@ -80,7 +80,7 @@ def test_failing_hooks_are_events_and_never_block(run_agent):
         "SessionEnd": [{"command": "exit 4"}],
     }
     events, stopped, _ = run_agent([Reply(calls=[call("shell", command="echo ran")]), "ok"], hooks=hooks)
-    assert stopped.reason == StopReason.COMPLETED  # failures never block, exit 2 included where blocking means nothing
+    assert stopped.reason == AgentStopReason.COMPLETED  # failures never block, exit 2 included where blocking means nothing
     assert "ran" in [e.result for e in events if isinstance(e, ToolFinished)][0].content
     failed = [e for e in events if isinstance(e, HookFailed)]
     assert [(f.hook_event, f.exit_code) for f in failed] == [("SessionStart", 3), ("SessionStart", 2), ("PreToolUse", 127), ("SessionEnd", 4)]
@@ -95,7 +95,7 @@ def test_subagent_hook_failures_reach_the_parent_stream(run_agent):
     model = ScriptedModel([Reply(calls=[call("task", prompt="look")]), "child done", "parent done"])
     events, stopped, _ = run_agent(model, hooks={"SessionStart": [{"command": "exit 5"}]})
     failed = [e for e in events if isinstance(e, HookFailed)]
-    assert stopped.reason == StopReason.COMPLETED
+    assert stopped.reason == AgentStopReason.COMPLETED
     assert [(f.hook_event, f.exit_code) for f in failed] == [("SessionStart", 5), ("SessionStart", 5)]  # parent, child
     assert events.index(failed[1]) < [type(e) for e in events].index(ToolFinished)  # before the task tool's result
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import grpc
 import pytest
-from ale_flow import Agent, Settings, StopReason
+from ale_flow import Agent, AgentStopReason, Settings
 from ale_flow.events import ToolFinished
 from ale_flow.models.scripted import Reply, ScriptedModel, call
 
@@ -22,8 +22,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from ale_rock.sdk import Sandbox
     from ale_rock.local_cluster import LocalCluster
+    from ale_rock.sdk import Sandbox
 
     with LocalCluster(workers=1, workdir=tmp_path_factory.mktemp("flow-cluster")) as cluster, Sandbox.create(client=cluster.client()) as sb:
         yield sb
@@ -55,7 +55,7 @@ def test_every_file_tool_and_shell_session_on_a_sandbox(sws):
     ]
     agent = Agent(ScriptedModel(script), sws, Settings(mode="yolo"))
     r, stopped = results(agent, script)
-    assert stopped.reason == StopReason.COMPLETED
+    assert stopped.reason == AgentStopReason.COMPLETED
     write, edit, read, glob, grep, ls, sh1, sh2, todo, missing, outside = r
     assert not write.is_error and not edit.is_error and read.content == "     2\ty = 3"
     assert glob.content == "src/app.py" and grep.content == "src/app.py:2:y = 3" and ls.content == "app.py  (12 bytes)"
@@ -73,7 +73,7 @@ def test_timeout_and_interrupt_on_a_sandbox(sws):
     agent = Agent(ScriptedModel([Reply(calls=[call("shell", command="sleep 30; echo never")]), "never"]), sws, Settings(mode="yolo"))
     threading.Timer(1.0, agent.interrupt).start()
     (r,), stopped = results(agent, [])
-    assert stopped.reason == StopReason.INTERRUPTED and "never" not in r.content and r.is_error
+    assert stopped.reason == AgentStopReason.INTERRUPTED and "never" not in r.content and r.is_error
 
 
 # -- issue 12 item 4: one round trip per shell call, the same text locally and in a sandbox ------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ale_flow import StopReason
+from ale_flow import AgentStopReason
 from ale_flow.events import ToolFinished
 from ale_flow.models.scripted import Reply, ScriptedModel, call
 
@@ -21,7 +21,7 @@ def test_subagent_runs_with_fresh_context_and_returns_summary(run_agent, ws):
     assert [m["content"] for m in child_first_prompt if m["role"] == "user"] == ["Write n.txt with 42 and report"]
     assert "task" not in model.tools_seen[1]  # no nested sub-agents
     assert ws.read_bytes("n.txt") == b"42" and "n.txt" in agent.env.files_written
-    assert stopped.reason == StopReason.COMPLETED
+    assert stopped.reason == AgentStopReason.COMPLETED
 
 
 def test_agent_definition_restricts_tools_and_steps(run_agent, ws):

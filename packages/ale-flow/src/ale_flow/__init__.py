@@ -11,7 +11,7 @@ from ale_flow.events import Event, Stopped
 from ale_flow.models.base import Model
 from ale_flow.settings import Settings, SettingsError, load_settings
 from ale_flow.tools.base import Tool, ToolRegistry
-from ale_flow.types import StopReason
+from ale_flow.types import AgentStopReason
 from ale_flow.workspace import LocalWorkspace, Workspace
 
 __version__ = "0.1.0"
@@ -22,7 +22,7 @@ __all__ = [
     "Model",
     "Settings",
     "SettingsError",
-    "StopReason",
+    "AgentStopReason",
     "Stopped",
     "Tool",
     "ToolRegistry",

@@ -31,14 +31,14 @@ from ale_flow.tools.base import EnvState, Tool, ToolContext
 from ale_flow.tools.task import task_tool
 from ale_flow.tools.todo import load_memory, load_todos, render_todos
 from ale_flow.trajectory import ObservationRecord, TrajectoryWriter, TurnRecord
-from ale_flow.types import Message, ModelResponse, StopReason, ToolCall, ToolResult, Usage
+from ale_flow.types import AgentStopReason, Message, ModelResponse, ToolCall, ToolResult, Usage
 from ale_flow.workspace import LocalWorkspace, Workspace
 
 
 @dataclass
 class _RunState:
     step: int = 0
-    stop: StopReason | None = None
+    stop: AgentStopReason | None = None
     detail: str = ""
     final: str = ""
 
@@ -152,7 +152,7 @@ class Agent:
         if writer:
             writer.header(self.session_id, task, {**model_info(self.model), "workspace": self.workspace.root, "mode": s.mode})
         if gate.blocked:
-            st.stop, st.detail = StopReason.BLOCKED, gate.message
+            st.stop, st.detail = AgentStopReason.BLOCKED, gate.message
             return
         self.history = [Message("user", task, turn=0, pinned=True)]
         memory = load_memory_files(self.workspace, self.env.cwd, global_dir())
@@ -183,7 +183,7 @@ class Agent:
             try:
                 resp = self.model.complete(builder.assemble(system, self.history, s.model.native_tools), self.tools.schemas())
             except ModelError as e:
-                st.stop, st.detail = StopReason.MODEL_ERROR, str(e)
+                st.stop, st.detail = AgentStopReason.MODEL_ERROR, str(e)
                 return
             self.usage.add(resp.usage)
             self.history.append(Message("assistant", resp.content, list(resp.tool_calls), turn=step))
@@ -201,7 +201,7 @@ class Agent:
                     self._record(writer, step, resp, [], chunk)
                     continue
                 st.final = resp.content
-                st.stop = StopReason.COMPLETED
+                st.stop = AgentStopReason.COMPLETED
                 self._record(writer, step, resp, [], chunk)
                 return
 
@@ -220,12 +220,12 @@ class Agent:
             if any(not getattr(self.tools.get(c.name), "read_only", False) for c in resp.tool_calls):
                 facts, todos = self._external_memory()
             if malformed_streak >= s.limits.max_malformed:
-                st.stop, st.detail = StopReason.MALFORMED_LIMIT, f"{malformed_streak} malformed tool-call replies in a row"
+                st.stop, st.detail = AgentStopReason.MALFORMED_LIMIT, f"{malformed_streak} malformed tool-call replies in a row"
                 return
             verdict = detector.observe(resp.content, list(resp.tool_calls), results)
             if verdict is not None:
                 if verdict.stop:
-                    st.stop = StopReason.LOOP_DETECTED if verdict.kind == "loop" else StopReason.FAILURE_STREAK
+                    st.stop = AgentStopReason.LOOP_DETECTED if verdict.kind == "loop" else AgentStopReason.FAILURE_STREAK
                     st.detail = verdict.message
                     return
                 self.history.append(Message("user", f"<system-reminder>{verdict.message}</system-reminder>", turn=step))
@@ -238,19 +238,19 @@ class Agent:
         return last
 
     # ------------------------------------------------------------------ steps
-    def _limit_reached(self, step: int, start: float) -> tuple[StopReason, str] | None:
+    def _limit_reached(self, step: int, start: float) -> tuple[AgentStopReason, str] | None:
         lim, price = self.settings.limits, self.settings.model
         if self.cancel.is_set():
-            return StopReason.INTERRUPTED, "interrupted by the user"
+            return AgentStopReason.INTERRUPTED, "interrupted by the user"
         if step >= lim.max_steps:
-            return StopReason.MAX_STEPS, f"reached max_steps={lim.max_steps}"
+            return AgentStopReason.MAX_STEPS, f"reached max_steps={lim.max_steps}"
         if lim.max_tokens is not None and self.usage.total_tokens >= lim.max_tokens:
-            return StopReason.MAX_TOKENS, f"used {self.usage.total_tokens} tokens (limit {lim.max_tokens})"
+            return AgentStopReason.MAX_TOKENS, f"used {self.usage.total_tokens} tokens (limit {lim.max_tokens})"
         cost = (self.usage.prompt_tokens * price.price_per_1k_prompt + self.usage.completion_tokens * price.price_per_1k_completion) / 1000
         if lim.max_cost_usd is not None and cost >= lim.max_cost_usd:
-            return StopReason.MAX_COST, f"spent ${cost:.4f} (limit ${lim.max_cost_usd})"
+            return AgentStopReason.MAX_COST, f"spent ${cost:.4f} (limit ${lim.max_cost_usd})"
         if lim.time_limit_s is not None and time.monotonic() - start >= lim.time_limit_s:
-            return StopReason.TIME_LIMIT, f"ran {time.monotonic() - start:.1f}s (limit {lim.time_limit_s}s)"
+            return AgentStopReason.TIME_LIMIT, f"ran {time.monotonic() - start:.1f}s (limit {lim.time_limit_s}s)"
         return None
 
     def _maybe_compress(self, writer: TrajectoryWriter | None) -> ev.Compressed | None:

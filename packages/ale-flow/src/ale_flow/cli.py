@@ -18,7 +18,7 @@ from ale_flow.agent import Agent
 from ale_flow.models.script_file import SCHEME as SCRIPTED_SCHEME
 from ale_flow.models.script_file import ScriptError, scripted_model
 from ale_flow.settings import Settings, SettingsError, load_settings, set_dotted
-from ale_flow.types import StopReason, ToolCall
+from ale_flow.types import AgentStopReason, ToolCall
 from ale_flow.workspace import SANDBOX_SCHEME, open_workspace
 
 app = typer.Typer(add_completion=False, help="ale-flow: an agent that works in a directory through tools.")
@@ -176,7 +176,7 @@ def _session(agent: Agent, prompt: str | None, as_json: bool) -> None:
     if prompt is not None:
         stopped = _run_one(agent, prompt, as_json)
         console.print(f"[dim]trajectory: {agent.trajectory_path}[/]")
-        raise typer.Exit(0 if stopped.reason == StopReason.COMPLETED else 1)
+        raise typer.Exit(0 if stopped.reason == AgentStopReason.COMPLETED else 1)
     console.print("[bold]ale-flow[/] interactive — empty line or Ctrl-D to quit; Ctrl-C interrupts a step.")
     while True:
         try:

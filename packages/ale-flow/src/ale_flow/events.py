@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ale_flow.types import StopReason, ToolCall, ToolResult, Usage
+from ale_flow.types import AgentStopReason, ToolCall, ToolResult, Usage
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class HookFailed(Event):
 
 @dataclass(frozen=True)
 class Stopped(Event):
-    reason: StopReason = StopReason.COMPLETED
+    reason: AgentStopReason = AgentStopReason.COMPLETED
     final_message: str = ""
     steps: int = 0
     usage: Usage = field(default_factory=Usage)

@@ -21,23 +21,23 @@ from ale_flow.agent import Agent
 from ale_flow.models.base import Model
 from ale_flow.settings import Settings, load_settings, set_dotted
 from ale_flow.trajectory import load_trajectory
-from ale_flow.types import StopReason
+from ale_flow.types import AgentStopReason
 from ale_flow.workspace import SANDBOX_SCHEME, open_workspace
 
 ModelFactory = Callable[[Settings], Model]
 
 _KIND = {
-    StopReason.COMPLETED: "AGENT_STOP_KIND_COMPLETED",
-    StopReason.MAX_STEPS: "AGENT_STOP_KIND_MAX_STEPS",
-    StopReason.MAX_TOKENS: "AGENT_STOP_KIND_MAX_TOKENS",
-    StopReason.MAX_COST: "AGENT_STOP_KIND_MAX_COST",
-    StopReason.TIME_LIMIT: "AGENT_STOP_KIND_TIMEOUT",
-    StopReason.INTERRUPTED: "AGENT_STOP_KIND_INTERRUPTED",
-    StopReason.LOOP_DETECTED: "AGENT_STOP_KIND_LOOP_DETECTED",
-    StopReason.FAILURE_STREAK: "AGENT_STOP_KIND_LOOP_DETECTED",
-    StopReason.MALFORMED_LIMIT: "AGENT_STOP_KIND_ERROR",
-    StopReason.MODEL_ERROR: "AGENT_STOP_KIND_ERROR",
-    StopReason.BLOCKED: "AGENT_STOP_KIND_HOOK",
+    AgentStopReason.COMPLETED: "AGENT_STOP_KIND_COMPLETED",
+    AgentStopReason.MAX_STEPS: "AGENT_STOP_KIND_MAX_STEPS",
+    AgentStopReason.MAX_TOKENS: "AGENT_STOP_KIND_MAX_TOKENS",
+    AgentStopReason.MAX_COST: "AGENT_STOP_KIND_MAX_COST",
+    AgentStopReason.TIME_LIMIT: "AGENT_STOP_KIND_TIMEOUT",
+    AgentStopReason.INTERRUPTED: "AGENT_STOP_KIND_INTERRUPTED",
+    AgentStopReason.LOOP_DETECTED: "AGENT_STOP_KIND_LOOP_DETECTED",
+    AgentStopReason.FAILURE_STREAK: "AGENT_STOP_KIND_LOOP_DETECTED",
+    AgentStopReason.MALFORMED_LIMIT: "AGENT_STOP_KIND_ERROR",
+    AgentStopReason.MODEL_ERROR: "AGENT_STOP_KIND_ERROR",
+    AgentStopReason.BLOCKED: "AGENT_STOP_KIND_HOOK",
 }
 
 

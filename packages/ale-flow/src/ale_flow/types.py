@@ -8,8 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class StopReason(str, enum.Enum):
-    """Why an agent run ended."""
+class AgentStopReason(str, enum.Enum):
+    """Why an agent run ended (the contract's ``AgentStopKind``, finer grained).
+
+    Not the contract's ``StopReason`` (ale-roll's ``StopReason``): that says why one model
+    generation ended.
+    """
 
     COMPLETED = "completed"
     """The model answered without calling a tool."""

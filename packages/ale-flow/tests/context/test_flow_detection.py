@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ale_flow import StopReason
+from ale_flow import AgentStopReason
 from ale_flow.context.detection import DetectionConfig, Detector
 from ale_flow.events import Intervention
 from ale_flow.models.scripted import Reply, ScriptedModel, call
@@ -15,7 +15,7 @@ def test_identical_calls_intervene_then_stop(run_agent):
     model = ScriptedModel([Reply(calls=[call("list_directory", path=".")])], repeat_last=True)
     events, stopped, _ = run_agent(model, detection={"identical_calls": 3, "max_interventions": 1})
     assert [e for e in events if isinstance(e, Intervention)][0].text.startswith("You called list_directory with identical arguments 3 times")
-    assert stopped.reason == StopReason.LOOP_DETECTED and stopped.steps == 6
+    assert stopped.reason == AgentStopReason.LOOP_DETECTED and stopped.steps == 6
     assert any("identical arguments" in m["content"] for m in model.seen[3] if m["role"] == "user")
 
 
@@ -36,7 +36,7 @@ def test_failure_streak_intervenes_and_stops(run_agent):
     model = ScriptedModel([Reply(calls=[call("read_file", path=f"missing{i}.txt")]) for i in range(20)])
     events, stopped, _ = run_agent(model, detection={"failure_streak": 3, "max_interventions": 1})
     assert any("failed" in e.text for e in events if isinstance(e, Intervention))
-    assert stopped.reason == StopReason.FAILURE_STREAK
+    assert stopped.reason == AgentStopReason.FAILURE_STREAK
 
 
 def test_progress_resets_failure_streak():

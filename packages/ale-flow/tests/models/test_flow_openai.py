@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ale_flow import Agent, Settings, StopReason
+from ale_flow import Agent, AgentStopReason, Settings
 from ale_flow.events import MalformedToolCall
 from ale_flow.models.base import ModelError
 from ale_flow.models.openai import OpenAIConfig, OpenAIModel
@@ -71,7 +71,7 @@ def test_agent_reports_malformed_calls_back_and_stops_after_limit(server, ws):
     server.queue += [(200, bad)] * 5
     agent = Agent(model(server), ws, Settings(mode="yolo", limits={"max_malformed": 2}))
     events = list(agent.run("write x"))
-    assert events[-1].reason == StopReason.MALFORMED_LIMIT
+    assert events[-1].reason == AgentStopReason.MALFORMED_LIMIT
     assert sum(isinstance(e, MalformedToolCall) for e in events) == 2
     second = server.requests[1]["body"]["messages"]
     assert "could not be used" in second[-1]["content"]
@@ -80,4 +80,4 @@ def test_agent_reports_malformed_calls_back_and_stops_after_limit(server, ws):
 def test_agent_stops_cleanly_when_endpoint_is_down(ws):
     m = OpenAIModel(OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=0))
     stopped = Agent(m, ws).run_to_end("anything")
-    assert stopped.reason == StopReason.MODEL_ERROR and "ConnectError" in stopped.detail
+    assert stopped.reason == AgentStopReason.MODEL_ERROR and "ConnectError" in stopped.detail

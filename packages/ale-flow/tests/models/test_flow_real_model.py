@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from ale_flow import Agent, Settings, StopReason
+from ale_flow import Agent, AgentStopReason, Settings
 from ale_flow.events import MalformedToolCall
 from ale_flow.models.openai import OpenAIConfig, OpenAIModel
 from ale_flow.trajectory import load_trajectory
@@ -136,7 +136,7 @@ def test_real_generation_drives_a_tool_call(trained_server, ws):
     agent = Agent(client(trained_server.url), ws, Settings(mode="yolo", model={"native_tools": False}))
     stopped = agent.run_to_end(TASK)
     assert ws.read_bytes("hello.txt") == b"hi"
-    assert stopped.reason == StopReason.COMPLETED and stopped.final_message == "Done."
+    assert stopped.reason == AgentStopReason.COMPLETED and stopped.final_message == "Done."
     rec = load_trajectory(agent.trajectory_path)
     first = rec.turns[0]
     assert first.tool_calls[0]["name"] == "write_file" and not first.error
@@ -162,5 +162,5 @@ def test_untrained_model_garbage_never_crashes_the_loop(ws):
         stopped = agent.run_to_end(TASK)
     finally:
         srv.close()
-    assert stopped.reason in {StopReason.COMPLETED, StopReason.MALFORMED_LIMIT, StopReason.MAX_STEPS}
+    assert stopped.reason in {AgentStopReason.COMPLETED, AgentStopReason.MALFORMED_LIMIT, AgentStopReason.MAX_STEPS}
     assert load_trajectory(agent.trajectory_path).stop_reason == stopped.reason.value

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ale_flow import StopReason
+from ale_flow import AgentStopReason
 from ale_flow.events import ToolFinished
 from ale_flow.models.base import model_info
 from ale_flow.models.script_file import ScriptError, load_script, scripted_model
@@ -19,7 +19,7 @@ def test_the_shipped_example_runs_its_tools(run_agent, ws):
     model = scripted_model(f"scripted:{EXAMPLE}")
     assert model_info(model) == {"model": f"scripted:{EXAMPLE}", "provider": "scripted"}
     events, stopped, _ = run_agent(model)
-    assert stopped.reason == StopReason.COMPLETED and "hello, world" in stopped.final_message
+    assert stopped.reason == AgentStopReason.COMPLETED and "hello, world" in stopped.final_message
     assert (Path(ws.root) / "hello.txt").read_text() == "hello, world\n"
     names = [e.call.name for e in events if isinstance(e, ToolFinished) and e.call is not None]
     assert names == ["write_file", "list_directory", "read_file"]

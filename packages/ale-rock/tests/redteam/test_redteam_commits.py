@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ale_rock.sdk import Sandbox
 from ale_rock.local_cluster import LocalCluster, real_worker_argv
+from ale_rock.sdk import Sandbox
 from ale_rock.sdk.errors import InvalidArgument, SandboxNotFound, SandboxStartFailed
 
 

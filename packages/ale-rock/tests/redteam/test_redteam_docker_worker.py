@@ -26,8 +26,8 @@ import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2, worker_pb2, worker_pb2_grpc
 from ale_rock.backends.docker_engine import engine_problem
-from ale_rock.sdk import Sandbox
 from ale_rock.local_cluster import LocalCluster, real_worker_argv
+from ale_rock.sdk import Sandbox
 from ale_rock.sdk.errors import InvalidArgument
 from ale_rock.worker.auth import WORKER_SECRET_METADATA, worker_channel
 

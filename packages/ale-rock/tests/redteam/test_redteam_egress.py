@@ -23,8 +23,8 @@ from ale_proto.v1 import common_pb2, rocklet_pb2, rocklet_pb2_grpc
 from ale_rock.egress.admission import local_addresses, rule_problem
 from ale_rock.egress.gateway import TOKEN_METADATA_KEY, EgressGateway
 from ale_rock.egress.policy import Rule
-from ale_rock.sdk import Sandbox
 from ale_rock.local_cluster import LocalCluster
+from ale_rock.sdk import Sandbox
 from ale_rock.sdk.errors import InvalidArgument
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 from ale_proto.v1 import worker_pb2, worker_pb2_grpc
-from ale_rock.sdk import Sandbox
 from ale_rock.local_cluster import LocalCluster
+from ale_rock.sdk import Sandbox
 from ale_rock.worker.auth import worker_channel
 
 

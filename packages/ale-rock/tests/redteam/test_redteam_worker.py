@@ -17,8 +17,8 @@ from typing import Any
 import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2, worker_pb2, worker_pb2_grpc
-from ale_rock.sdk import Sandbox
 from ale_rock.local_cluster import LocalCluster
+from ale_rock.sdk import Sandbox
 from ale_rock.sdk.errors import InvalidArgument, SandboxError
 from ale_rock.worker.auth import WORKER_SECRET_METADATA, worker_channel
 

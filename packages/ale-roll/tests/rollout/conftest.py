@@ -123,8 +123,8 @@ def agent_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap (apt bubblewrap) is not installed: no real sandboxes")
     from ale_rock.envs.terminal import find_task
-    from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
     from ale_rock.local_cluster import LocalCluster, real_worker_argv
+    from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
     from ale_roll.engines.inference_server import InferenceServicer, serve
     from ale_roll.models.tiny import train_tokenizer
 
