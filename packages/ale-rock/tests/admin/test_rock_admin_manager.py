@@ -289,3 +289,61 @@ def test_a_database_from_before_request_hash_is_migrated(tmp_path: Path) -> None
     con.close()
     rec = Store(db).get_sandbox("sb-old")
     assert rec is not None and rec.request_id == "r" and rec.request_hash == ""
+
+
+def test_a_stop_its_caller_gives_up_on_still_ends_stopped(tmp_path: Path) -> None:
+    """The admin-restart race, under load: the StopSandbox handler is cancelled (client deadline)
+    while the worker stops the sandbox. The stop must still be recorded — before, the store kept
+    RUNNING, the next heartbeat reported the dead processes, and the sandbox came back FAILED."""
+
+    async def main() -> None:
+        m, workers = _manager(tmp_path)
+        _join(m, "w")
+        sb = await m.create(_req(), wait=True)
+        in_stop, release = asyncio.Event(), asyncio.Event()
+
+        async def slow_stop(sandbox_id: str, grace_ms: int, timeout: float) -> None:
+            in_stop.set()
+            await release.wait()
+
+        workers["w:1"].stop = slow_stop  # type: ignore[method-assign]
+        caller = asyncio.create_task(m.stop("ns", sb.id, 0))
+        await in_stop.wait()
+        caller.cancel()  # the client's deadline passed
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert m.heartbeat("w", [(sb.id, State.FAILED, "its processes died")])
+        release.set()
+        for _ in range(100):
+            if m.get("ns", sb.id).state != State.RUNNING:
+                break
+            await asyncio.sleep(0.01)
+        assert m.get("ns", sb.id).state == State.STOPPED
+        assert m.get("ns", sb.id).message == "stopped by client"
+
+    asyncio.run(main())
+
+
+def test_a_restarted_admin_records_the_stop_its_predecessor_did_not(tmp_path: Path) -> None:
+    """kill -9 of the Admin after the worker stopped a sandbox but before the Admin wrote STOPPED:
+    the restarted Admin reads RUNNING. The worker's STOPPED report (only an Admin's stop puts a
+    sandbox there) makes it STOPPED — not RUNNING forever, not FAILED."""
+
+    async def main() -> None:
+        m, workers = _manager(tmp_path)
+        _join(m, "w")
+        sb = await m.create(_req(), wait=True)
+        kept = await m.create(_req(), wait=True)
+        done = await m.create(_req(), wait=True)
+        await m.stop("ns", done.id, 0)
+        await m.close()  # "killed": the store says RUNNING for sb, the worker has stopped it
+
+        again = SandboxManager(m.config, Store(m.config.db_path), lambda address, secret="": workers[address])
+        again.recover()
+        assert again.heartbeat("w", [(sb.id, State.STOPPED, ""), (kept.id, State.RUNNING, ""),
+                                     (done.id, State.FAILED, "the sandbox's main process exited")])
+        assert again.get("ns", sb.id).state == State.STOPPED
+        assert again.get("ns", kept.id).state == State.RUNNING
+        assert again.get("ns", done.id).state == State.STOPPED  # a stopped one never turns FAILED
+
+    asyncio.run(main())

@@ -217,16 +217,23 @@ class SandboxLifecycle:
         if rec.state == State.PENDING and (task := self._starts.get(sandbox_id)) is not None:
             await asyncio.shield(task)
             return await self.stop(namespace, sandbox_id, grace_ms, reason)
+        # Shielded: a caller that gives up (deadline, disconnect) must not leave the worker
+        # stopping the sandbox while the store still says RUNNING — the next heartbeat would then
+        # report its dead processes and fail it.
+        await asyncio.shield(self._tasks.spawn(self._stop_on_worker(rec, grace_ms, reason)))
+        return self.get(namespace, sandbox_id)
+
+    async def _stop_on_worker(self, rec: SandboxRecord, grace_ms: int, reason: str) -> None:
         # While the worker stops it, its processes die: a heartbeat in that window reports it
         # FAILED, which must not win over the stop the client asked for.
-        self._stopping.add(sandbox_id)
+        self._stopping.add(rec.id)
         try:
-            await self.workers.client(rec.worker_id).stop(sandbox_id, grace_ms, timeout=grace_ms / 1000 + 30)
+            await self.workers.client(rec.worker_id).stop(rec.id, grace_ms, timeout=grace_ms / 1000 + 30)
         except WorkerCallError as e:
             raise AdminError(Code.UNAVAILABLE, f"worker {rec.worker_id} could not stop it: {e}") from e
         finally:
-            self._stopping.discard(sandbox_id)
-        return self.transition(sandbox_id, State.STOPPED, reason) or self.get(namespace, sandbox_id)
+            self._stopping.discard(rec.id)
+        self.transition(rec.id, State.STOPPED, reason)
 
     async def delete(self, namespace: str, sandbox_id: str, reason: str = "deleted by client") -> None:
         rec = self.get(namespace, sandbox_id)
@@ -283,10 +290,14 @@ class SandboxLifecycle:
             if not self._live_on(worker_id, sid, rec):
                 self._reconcile(worker_id, sid)
                 continue
-            if state != State.FAILED:
-                continue  # only failures carry news; the Admin drives every other transition
-            if rec is not None and rec.state == State.RUNNING and sid not in self._stopping:
+            if rec is None or rec.state != State.RUNNING or sid in self._stopping:
+                continue  # the Admin drives every other transition (a stop in flight records its own)
+            if state == State.FAILED:
                 self.transition(sid, State.FAILED, message or "its processes died")
+            elif state == State.STOPPED:
+                # Only an Admin's StopSandbox stops a sandbox on its worker: this stop's result was
+                # never recorded (the Admin was killed while the worker stopped it).
+                self.transition(sid, State.STOPPED, "stopped on its worker while the admin was away")
 
     def lose_sandboxes(self, worker_id: str, reason: str) -> None:
         """A lost worker's grace is over: its sandboxes become LOST."""

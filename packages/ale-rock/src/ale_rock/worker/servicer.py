@@ -230,9 +230,16 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
     def StopSandbox(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._check_id(context, request.sandbox_id)
         grace = (request.grace_period_ms or 5000) / 1000
-        self.backend.stop(request.sandbox_id, min(grace, 600.0))
+        # Marked first: while its processes die, heartbeats and the crash reaper must see a stop,
+        # not a crash (the Admin would record FAILED for a sandbox its client stopped).
         with self.table.lock:
             self.table.stopped.add(request.sandbox_id)
+        try:
+            self.backend.stop(request.sandbox_id, min(grace, 600.0))
+        except BaseException:
+            with self.table.lock:
+                self.table.stopped.discard(request.sandbox_id)
+            raise
         return worker_pb2.WorkerServiceStopSandboxResponse()
 
     def RemoveSandbox(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
