@@ -24,6 +24,9 @@ CASES = [  # project settings file (None: none), environment, -c overrides, what
                  ["command line", "'limits.max_stepz'", "did you mean 'limits.max_steps'"], id="override-unknown-key"),
     pytest.param(None, {}, ["-c", "tools.parallel=sometimes"], ["tools.parallel", "boolean", "'sometimes'"],
                  id="override-bad-value"),
+    pytest.param(None, {}, ["-c", "tools.enabled=[shell"], ["-c", "tools.enabled=[shell", "not valid YAML"],
+                 id="override-bad-yaml"),
+    pytest.param(None, {}, ["-c", "nonsense"], ["-c", "'nonsense'", "not key=value"], id="override-not-key-value"),
 ]
 
 

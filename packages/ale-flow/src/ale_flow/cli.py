@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
+from ale_proto.config import ConfigError, deep_merge, parse_overrides
 from rich.console import Console
 from rich.markup import escape
 
@@ -36,12 +36,10 @@ def _cli_overrides(
         out["mode"] = "yolo"
     if text_tools:
         set_dotted(out, "model.native_tools", False)
-    for item in config:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise SettingsError(f"-c {item!r}: expected key=value (e.g. -c limits.max_steps=10)")
-        set_dotted(out, key.strip(), yaml.safe_load(raw))
-    return out
+    try:
+        return deep_merge(out, parse_overrides(config))  # -c wins over the flags above, as before
+    except ConfigError as e:
+        raise SettingsError(f"-c: {e}") from None
 
 
 def _render(event: ev.Event, as_json: bool) -> None:
