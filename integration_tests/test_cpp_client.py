@@ -1,5 +1,6 @@
 """The C++ example client (examples/cpp, built from Debian's gRPC packages) drives a sandbox on a
-live admin + worker over the same .proto files: create, exec ``echo``, write + read a file, stop."""
+live admin + worker over the same .proto files: create, exec ``echo``, write + read a file, stop;
+typed errors; Struct kwargs/info on the EnvService."""
 
 from __future__ import annotations
 
@@ -58,3 +59,17 @@ def test_cpp_client_reads_typed_errors(client_binary: Path, live_stack: dict[str
     err = json.loads(r.stderr)["error"]
     assert err["method"] == "CreateSandbox" and err["code"] == "ERROR_CODE_UNAUTHENTICATED", err
     assert err["grpc_status"] == 16  # UNAUTHENTICATED
+
+
+def test_cpp_client_struct_kwargs_and_info(client_binary: Path, live_stack: dict[str, object]) -> None:
+    """google.protobuf.Struct both ways in C++ (protobuf's JSON utilities, as docs/clients.md says):
+    kwargs reach the game's constructor and the info dict comes back as the game's own."""
+    from ale_rock.envs import make
+
+    kwargs = {"max_number": 100, "max_turns": 7}
+    r = run(client_binary, live_stack, "--env", "game:GuessTheNumber-v0", "--kwargs", json.dumps(kwargs),
+            "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    obs, info = make("game:GuessTheNumber-v0", **kwargs).reset(seed=3)
+    assert out == {"observation": obs, "info": info} and "between 1 and 100" in obs
