@@ -122,7 +122,7 @@ def test_bad_requests_get_http_errors_and_the_server_survives(proxy: Any, openai
 
 
 def test_closed_episodes_are_forgotten_beyond_the_retention() -> None:
-    from ale_rock.proxy.episodes import EpisodeBook
+    from ale_rock.proxy.episode_book import EpisodeBook
 
     book = EpisodeBook(keep_closed=2)
     for i in range(4):

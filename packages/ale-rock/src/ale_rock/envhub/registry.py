@@ -1,4 +1,5 @@
 """The durable spec registry: SQLite (WAL, one transaction per write), specs and build records.
+(Not :mod:`ale_rock.envs.catalog`, which maps env ids to the classes that implement them.)
 
 Builds are keyed by (spec hash, backend), not by name: two names with the same content share a
 build, and re-registering a spec with a changed content makes a new hash (a new build) while the

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ale_rock.envs.catalog import list_envs, register
 from ale_rock.envs.client import AsyncVectorEnvClient, RemoteEnv
 from ale_rock.envs.core import Env, StepResult
 from ale_rock.envs.errors import (
@@ -19,13 +20,12 @@ from ale_rock.envs.errors import (
     InvalidAction,
     SandboxLost,
 )
-from ale_rock.envs.registry import list_envs, register
 
 
 def make(env_id: str, *, address: str | None = None, **kwargs: Any) -> Any:
     """An environment with gem's API: in-process, or behind the EnvService at ``address``."""
     if address is None:
-        from ale_rock.envs.registry import make_local
+        from ale_rock.envs.catalog import make_local
 
         return make_local(env_id, **kwargs)
     return RemoteEnv(env_id, address, **kwargs)

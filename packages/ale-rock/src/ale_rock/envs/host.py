@@ -13,7 +13,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from ale_rock.envs import registry
+from ale_rock.envs import catalog
 from ale_rock.envs.errors import (
     CapacityExceeded,
     EnvDeadlineExceeded,
@@ -80,14 +80,14 @@ class EnvHost:
         self, env_id: str, kwargs: dict[str, Any], step_timeout_s: float = 0, budget_s: float = 0
     ) -> Slot:
         """Build an environment; raises EnvNotFound / InvalidAction / CapacityExceeded."""
-        if not registry.is_known(env_id):
+        if not catalog.is_known(env_id):
             raise EnvNotFound(f"unknown environment id {env_id!r}", field="env_id", env_id=env_id)
         with self._lock:
             if len(self._slots) >= self.limits.max_envs:
                 raise CapacityExceeded(f"the server holds its maximum of {self.limits.max_envs} environments")
         if env_id.startswith("task:") and self._provider_factory is not None:
             kwargs = {**kwargs, "sandbox_provider": self._get_provider()}
-        env = registry.make_local(env_id, **kwargs)
+        env = catalog.make_local(env_id, **kwargs)
         budget = budget_s or self.limits.episode_budget_s
         slot = Slot(
             handle=uuid.uuid4().hex,

@@ -21,7 +21,7 @@ from ale_proto.serving import add_standard_services
 from ale_proto.v1 import common_pb2, env_pb2, env_pb2_grpc
 from pydantic import BaseModel, ConfigDict
 
-from ale_rock.envs import registry
+from ale_rock.envs import catalog
 from ale_rock.envs.convert import from_struct, step_to_pb, to_struct
 from ale_rock.envs.errors import EnvError, InvalidAction
 from ale_rock.envs.host import EnvHost, HostLimits
@@ -212,7 +212,7 @@ class EnvServicer(env_pb2_grpc.EnvServiceServicer):
             return env_pb2.EnvCallResult(error=self._detail(e))
 
     def ListEnvs(self, request: env_pb2.ListEnvsRequest, context: Any) -> env_pb2.ListEnvsResponse:
-        entries = registry.list_envs(request.prefix)
+        entries = catalog.list_envs(request.prefix)
         size = min(request.page.page_size or 100, 1000)
         start = int(request.page.page_token or 0)
         page = entries[start : start + size]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ale_rock.proxy.core import ModelProxy
-from ale_rock.proxy.episodes import Episode
+from ale_rock.proxy.episode_book import Episode
 from ale_rock.proxy.errors import ProxyError
 from ale_rock.proxy.upstreams import InferenceUpstream, OnText, OpenAIUpstream, ReplayUpstream, Upstream
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ale_rock.proxy.episodes import Episode, EpisodeBook
+from ale_rock.proxy.episode_book import Episode, EpisodeBook
 from ale_rock.proxy.errors import ProxyError, UpstreamError
 from ale_rock.proxy.records import CallRecord
 from ale_rock.proxy.request import validate_request

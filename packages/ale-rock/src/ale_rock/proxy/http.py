@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from ale_rock.proxy.core import ModelProxy
-from ale_rock.proxy.episodes import AuthError
+from ale_rock.proxy.episode_book import AuthError
 from ale_rock.proxy.errors import ProxyError
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from ale_rock.grpc_options import server_options
 from ale_rock.proxy.admin import EpisodeAdmin, UpstreamSettings
 from ale_rock.proxy.core import ModelProxy
-from ale_rock.proxy.episodes import EpisodeBook
+from ale_rock.proxy.episode_book import EpisodeBook
 from ale_rock.proxy.errors import ProxyError
 from ale_rock.proxy.http import ProxyHTTPServer
 

@@ -1,4 +1,6 @@
-"""A lazy string registry: ids map to ``"module:Class"`` entry points imported on first make.
+"""The catalog of env ids: each id maps to a ``"module:Class"`` entry point imported on first make.
+
+(Not :mod:`ale_rock.envhub.registry`, the durable store of environment *specs* and their builds.)
 
 Built-in ids are registered here; ``task:<id>`` resolves against the task suite and
 ``gem:<id>`` against the ``gem-llm`` package (both imported only when used).

@@ -1,5 +1,6 @@
-"""Episodes of the ModelProxy: per-episode credentials bound to one sandbox, the call records,
-and subscribers waiting for new records."""
+"""The ModelProxy's book of open episodes: per-episode credentials bound to one sandbox, the call
+records, and subscribers waiting for new records. (The agent episode itself, setup → agent →
+verify, is :mod:`ale_rock.episode`.)"""
 
 from __future__ import annotations
 
