@@ -224,13 +224,14 @@ def test_cancelling_an_async_episode_deletes_its_sandbox(byte_model: Any, proxy:
 
     async def main() -> None:
         with ModelProxyClient(proxy.grpc_address) as client:
-            ep = asyncio.ensure_future(arun_episode(find_task(TASK), CommandAgent("sleep 20"), provider=provider,
-                                                    proxy=client, upstream="inference", target=addr))
-            for _ in range(100):
-                if provider.live:
-                    break
-                await asyncio.sleep(0.05)
-            await asyncio.sleep(0.3)  # inside the agent phase
+            ep = asyncio.ensure_future(arun_episode(find_task(TASK), CommandAgent("touch .agent-up; sleep 20"),
+                                                    provider=provider, proxy=client, upstream="inference",
+                                                    target=addr))
+            deadline = time.monotonic() + 30
+            # Inside the agent phase: the agent's command has started (its mark is in the work dir).
+            while not any((r.workdir / ".agent-up").exists() for r in list(provider._runners.values())):
+                assert time.monotonic() < deadline and not ep.done(), "the agent never started"
+                await asyncio.sleep(0.02)
             ep.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await ep
