@@ -36,18 +36,16 @@ class _Settings:
         return grpc.ssl_channel_credentials(self.tls_ca.read_bytes()) if self.tls_ca else None
 
 
-class Client:
-    """A blocking connection to an Admin's SandboxService. Thread-safe; share it between sandboxes."""
+class _Connection:
+    """What both clients share: settings, the channel (blocking or ``grpc.aio``) and its stub."""
 
-    def __init__(
-        self, address: str | None = None, api_key: str | None = None, timeout: float | None = None,
-        tls_ca: str | Path | None = None,
-    ) -> None:
+    def __init__(self, grpc_module: Any, address: str | None, api_key: str | None, timeout: float | None,
+                 tls_ca: str | Path | None) -> None:
         self.settings = _Settings(address, api_key, timeout, tls_ca)
         creds = self.settings.credentials()
         self._channel = (
-            grpc.secure_channel(self.settings.address, creds, options=CHANNEL_OPTIONS)
-            if creds else grpc.insecure_channel(self.settings.address, options=CHANNEL_OPTIONS)
+            grpc_module.secure_channel(self.settings.address, creds, options=CHANNEL_OPTIONS)
+            if creds else grpc_module.insecure_channel(self.settings.address, options=CHANNEL_OPTIONS)
         )
         self.stub = sandbox_pb2_grpc.SandboxServiceStub(self._channel)
 
@@ -55,17 +53,28 @@ class Client:
     def address(self) -> str:
         return self.settings.address
 
+    def _start(self, method: str, request: Any, timeout: float | None) -> Any:
+        return getattr(self.stub, method)(request, timeout=timeout or self.settings.timeout,
+                                          metadata=self.settings.metadata)
+
+
+class Client(_Connection):
+    """A blocking connection to an Admin's SandboxService. Thread-safe; share it between sandboxes."""
+
+    def __init__(
+        self, address: str | None = None, api_key: str | None = None, timeout: float | None = None,
+        tls_ca: str | Path | None = None,
+    ) -> None:
+        super().__init__(grpc, address, api_key, timeout, tls_ca)
+
     def call(self, method: str, request: Any, timeout: float | None = None) -> Any:
         try:
-            return getattr(self.stub, method)(
-                request, timeout=timeout or self.settings.timeout, metadata=self.settings.metadata
-            )
+            return self._start(method, request, timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e, self.address) from None
 
     def stream(self, method: str, request: Any, timeout: float | None = None) -> Iterator[Any]:
-        call = getattr(self.stub, method)(request, timeout=timeout or self.settings.timeout,
-                                          metadata=self.settings.metadata)
+        call = self._start(method, request, timeout)
         try:
             yield from call
         except grpc.RpcError as e:
@@ -83,36 +92,23 @@ class Client:
         self.close()
 
 
-class AsyncClient:
+class AsyncClient(_Connection):
     """An asyncio connection to an Admin's SandboxService (create it inside the event loop)."""
 
     def __init__(
         self, address: str | None = None, api_key: str | None = None, timeout: float | None = None,
         tls_ca: str | Path | None = None,
     ) -> None:
-        self.settings = _Settings(address, api_key, timeout, tls_ca)
-        creds = self.settings.credentials()
-        self._channel = (
-            grpc.aio.secure_channel(self.settings.address, creds, options=CHANNEL_OPTIONS)
-            if creds else grpc.aio.insecure_channel(self.settings.address, options=CHANNEL_OPTIONS)
-        )
-        self.stub = sandbox_pb2_grpc.SandboxServiceStub(self._channel)
-
-    @property
-    def address(self) -> str:
-        return self.settings.address
+        super().__init__(grpc.aio, address, api_key, timeout, tls_ca)
 
     async def call(self, method: str, request: Any, timeout: float | None = None) -> Any:
         try:
-            return await getattr(self.stub, method)(
-                request, timeout=timeout or self.settings.timeout, metadata=self.settings.metadata
-            )
+            return await self._start(method, request, timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e, self.address) from None
 
     async def stream(self, method: str, request: Any, timeout: float | None = None) -> AsyncIterator[Any]:
-        call = getattr(self.stub, method)(request, timeout=timeout or self.settings.timeout,
-                                          metadata=self.settings.metadata)
+        call = self._start(method, request, timeout)
         try:
             async for item in call:
                 yield item
