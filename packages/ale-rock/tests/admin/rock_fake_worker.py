@@ -144,7 +144,7 @@ def main() -> None:
     info = worker_pb2.WorkerInfo(
         worker_id=args.id, address=f"127.0.0.1:{port}",
         capacity=common_pb2.Resources(cpu_millis=args.cpu_millis, memory_bytes=args.memory_bytes),
-        backends=[sandbox_pb2.SANDBOX_BACKEND_LOCAL],
+        backends=[sandbox_pb2.SANDBOX_BACKEND_DOCKER],  # it "starts" any image, as a docker worker would
     )
     threading.Thread(target=register_loop, args=(f"127.0.0.1:{args.admin}" if args.admin.isdigit() else args.admin,
                                                   args.token, info, secret), daemon=True).start()

@@ -180,3 +180,20 @@ def test_scheduler_tells_a_backend_nobody_offers_from_a_full_cluster() -> None:
     assert e.value.code == Code.RESOURCE_EXHAUSTED and e.value.metadata["quota"] == "cluster_capacity"
     # A worker that lists no backends takes any: not a precondition failure.
     assert pick_worker([_worker("any")], {}, Demand(1, 1, backend="local")).id == "any"
+
+
+def test_an_image_is_refused_at_create_when_no_worker_could_start_it() -> None:
+    """The local backend starts no image: asked for explicitly, or with only local workers live,
+    an image is INVALID_ARGUMENT on spec.image at create — not a sandbox that goes FAILED later."""
+    with pytest.raises(AdminError) as e:
+        validation.create_spec(
+            sandbox_pb2.SandboxSpec(image="python:3.12", backend=sandbox_pb2.SANDBOX_BACKEND_LOCAL), AdminConfig()
+        )
+    assert e.value.code == Code.INVALID_ARGUMENT and e.value.field == "spec.image"
+    local_only = [_worker("l1", backends=["local"]), _worker("l2", backends=["local"])]
+    with pytest.raises(AdminError) as e:
+        pick_worker(local_only, {}, Demand(1, 1, image=True))
+    assert e.value.code == Code.INVALID_ARGUMENT and e.value.field == "spec.image"
+    assert pick_worker(local_only, {}, Demand(1, 1)).id in ("l1", "l2")  # no image: fine
+    mixed = [*local_only, _worker("d", backends=["docker"])]
+    assert pick_worker(mixed, {}, Demand(1, 1, image=True)).id == "d"  # placed where it can start

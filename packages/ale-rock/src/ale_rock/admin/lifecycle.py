@@ -154,9 +154,8 @@ class SandboxLifecycle:
             self.config.max_concurrent_sandboxes,
         )
         allocated = {w.id: self._store.usage(worker_id=w.id) for w in self.workers.live()}
-        worker = pick_worker(
-            self.workers.records(), allocated, Demand(req.cpu_millis, req.memory_bytes, req.backend, req.gpus),
-        )
+        demand = Demand(req.cpu_millis, req.memory_bytes, req.backend, req.gpus, image=bool(req.spec.get("image")))
+        worker = pick_worker(self.workers.records(), allocated, demand)
         now = time.time()
         rec = SandboxRecord(
             id=new_sandbox_id(), namespace=req.namespace, state=State.PENDING, spec=req.spec,

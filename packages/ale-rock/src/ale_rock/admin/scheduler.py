@@ -17,6 +17,8 @@ class Demand:
     backend: str = ""
     """Backend name ("local", "docker") or "" for any."""
     gpus: int = 0
+    image: bool = False
+    """Whether the sandbox starts from an image (the local backend starts none)."""
 
 
 def _headroom(capacity: int, used: int, asked: int) -> float | None:
@@ -34,10 +36,11 @@ def _headroom(capacity: int, used: int, asked: int) -> float | None:
 def pick_worker(workers: list[WorkerRecord], allocated: dict[str, Usage], demand: Demand) -> WorkerRecord:
     """The best live worker for ``demand``.
 
-    UNAVAILABLE with none alive (workers come and go: retry later); FAILED_PRECONDITION naming
+    UNAVAILABLE with none alive (workers come and go: retry later). FAILED_PRECONDITION naming
     ``spec.backend`` (or ``spec.resources.gpus``) when no live worker offers the backend (or that
-    many GPUs) at all — retrying will not help until such a worker joins; RESOURCE_EXHAUSTED
-    (``quota=cluster_capacity``) when some could run it but none has room now.
+    many GPUs) at all: retrying will not help until such a worker joins. INVALID_ARGUMENT on
+    ``spec.image`` for an image when every live worker is local (the local backend starts none).
+    RESOURCE_EXHAUSTED (``quota=cluster_capacity``) when some could run it but none has room now.
     """
     live = [w for w in workers if w.alive]
     if not live:
@@ -50,6 +53,16 @@ def pick_worker(workers: list[WorkerRecord], allocated: dict[str, Usage], demand
             f"no live worker offers backend {demand.backend!r} (offered: {', '.join(offered)})",
             field="spec.backend", backend=demand.backend,
         )
+    if demand.image:
+        able = [w for w in able if not w.backends or w.backends != ["local"]]
+        if not able:
+            # Every image is unknown to this cluster as it stands: the error the docs promise for one.
+            raise AdminError(
+                Code.INVALID_ARGUMENT,
+                "unknown image: the live workers offer only the local backend, which runs the host's "
+                "runtime and starts no image (leave spec.image empty, or add a docker worker)",
+                field="spec.image",
+            )
     if demand.gpus and not any(w.gpus >= demand.gpus for w in able):
         raise AdminError(
             Code.FAILED_PRECONDITION,

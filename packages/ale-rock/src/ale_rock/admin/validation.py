@@ -112,6 +112,9 @@ def create_spec(
         out.ttl_seconds = cfg.default_ttl_seconds
     if out.backend not in sandbox_pb2.SandboxBackend.values():
         raise invalid("spec.backend", f"unknown backend {out.backend}")
+    if out.image and out.backend == sandbox_pb2.SANDBOX_BACKEND_LOCAL:
+        raise invalid("spec.image", f"the local backend runs the host's runtime and starts no image; "
+                                    f"{out.image[:80]!r} needs the docker backend")
     return out
 
 
