@@ -214,8 +214,11 @@ def parse_spec(text: str, source: str = "<spec>") -> EnvSpecModel:
     """Parse the YAML text of a spec."""
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise EnvSpecError(source, [("", f"invalid YAML: {e}")]) from None
+    except yaml.YAMLError as e:  # one line with the place, not PyYAML's multi-line report
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise EnvSpecError(source, [("", f"invalid YAML{at}: {problem}")]) from None
     return validate_spec(data, source)
 
 
