@@ -254,9 +254,9 @@ def _episodes(label: str, n: int, concurrency: int, run_one: Any) -> dict[str, A
 
 async def _gem_episodes(engine: Any, tokenizer: Any, env_address: str, n: int, concurrency: int) -> float:
     from ale_roll.config import EnvConfig
-    from ale_roll.controller import make_env_factory
     from ale_roll.engines.base import SamplingParams
     from ale_roll.rollout import BatchingGenerator, ChatFormat, EpisodeRunner
+    from ale_roll.trainer.controller import make_env_factory
 
     generator = BatchingGenerator(engine, timeout_s=60)
     runner = EpisodeRunner(make_env_factory(EnvConfig(id=GEM_GAME, address=env_address), 30), generator,

@@ -148,7 +148,7 @@ class DefaultJob:
     def inprocess_rate(self, demos: Path) -> dict[str, Any]:
         """Episodes/s of `compare_steps` RL steps in this process, with no services."""
         from ale_roll.config import build_config
-        from ale_roll.controller import Controller
+        from ale_roll.trainer.controller import Controller
 
         n = self.cfg.compare_steps
         out = self.run_dir / "inprocess"

@@ -24,7 +24,7 @@ _LAZY = {
     "RunConfig": "ale_roll.config",
     "ConfigError": "ale_roll.config",
     "load_config": "ale_roll.config",
-    "Controller": "ale_roll.controller",
+    "Controller": "ale_roll.trainer.controller",
     "RolloutScheduler": "ale_roll.rollout.scheduler",
     "EpisodeRunner": "ale_roll.rollout.episode",
 }
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from ale_roll.algorithms.registry import get_loss
     from ale_roll.buffer.sample_buffer import BufferConfig, SampleBuffer
     from ale_roll.config import ConfigError, RunConfig, load_config
-    from ale_roll.controller import Controller
     from ale_roll.rollout.episode import EpisodeRunner
     from ale_roll.rollout.scheduler import RolloutScheduler
+    from ale_roll.trainer.controller import Controller
     from ale_roll.types import StopReason, Trajectory, Turn
 
 

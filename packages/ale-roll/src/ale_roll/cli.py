@@ -51,7 +51,7 @@ def _progress(total: int, enabled: bool) -> tuple[Any, Any]:
 def train(config: ConfigOpt, overrides: OverridesArg = None) -> None:
     """Train with RL (resumes from the newest checkpoint in output_dir); cluster.mode=ray places the roles on Ray."""
     cfg = _load(config, overrides)
-    from ale_roll.controller import placed_controller
+    from ale_roll.trainer.controller import placed_controller
 
     progress, on_step = _progress(cfg.iterations, cfg.metrics.progress)
     with placed_controller(cfg, on_step=on_step) as ctl:
@@ -83,7 +83,7 @@ def sft(config: ConfigOpt, overrides: OverridesArg = None) -> None:
 def evaluate(config: ConfigOpt, overrides: OverridesArg = None) -> None:
     """Greedy evaluation of the newest checkpoint (or the initial model) on held-out seeds."""
     cfg = _load(config, overrides)
-    from ale_roll.controller import placed_controller
+    from ale_roll.trainer.controller import placed_controller
 
     with placed_controller(cfg) as ctl:
         ctl.resume()

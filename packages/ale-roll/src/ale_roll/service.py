@@ -81,7 +81,7 @@ class TrainerServicer(trainer_pb2_grpc.TrainerServiceServicer):
 
                 result = run_sft(job.cfg, on_step=on_step)
             else:
-                from ale_roll.controller import placed_controller
+                from ale_roll.trainer.controller import placed_controller
 
                 # cluster.mode=ray: the roles run as Ray actors for the job, torn down after it.
                 with placed_controller(job.cfg, on_step=on_step) as ctl:

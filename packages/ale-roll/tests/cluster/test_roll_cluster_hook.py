@@ -40,7 +40,7 @@ class FakeRayCluster:
     """Stands in for RayCluster: a real local policy and env factory, and a record of its life."""
 
     def __init__(self, cfg: RunConfig) -> None:
-        from ale_roll.controller import make_env_factory
+        from ale_roll.trainer.controller import make_env_factory
         from ale_roll.trainer.setup import build_policy
 
         self.cfg = cfg
@@ -67,7 +67,7 @@ class FakeRayCluster:
 def hooked(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     """Records every FakeRayCluster built and every Controller constructed."""
     import ale_roll.cluster
-    from ale_roll.controller import Controller
+    from ale_roll.trainer.controller import Controller
 
     seen: dict[str, list[Any]] = {"clusters": [], "controllers": []}
 

@@ -76,9 +76,9 @@ def _alive(p: psutil.Process) -> bool:
 @pytest.mark.skipif(not HAS_ENVS, reason="ale-rock (environments) is not installed")
 def test_rl_run_with_roles_as_ray_actors_syncs_verified_weights_and_leaves_no_process(tmp_path: Path) -> None:
     from ale_roll.cluster import build_ray_cluster
-    from ale_roll.controller import Controller
     from ale_roll.engines.weight_sync import ProbeCheck, dedupe_tied, fingerprint
     from ale_roll.metrics import read_jsonl
+    from ale_roll.trainer.controller import Controller
     from ale_roll.trainer.step import set_lr
 
     temp_dir = tempfile.mkdtemp(prefix="ar-", dir="/tmp")  # short: Ray's socket paths live under it
@@ -154,7 +154,7 @@ def test_cluster_keys_are_checked(tmp_path: Path) -> None:
 
 
 def test_local_mode_never_imports_ray(tmp_path: Path) -> None:
-    code = ("import sys, json; from ale_roll.config import build_config; import ale_roll.controller, ale_roll.cli; "
+    code = ("import sys, json; from ale_roll.config import build_config; import ale_roll.trainer.controller, ale_roll.cli; "
             "import ale_roll.cluster; build_config(json.loads(sys.argv[1])); "
             "assert 'ray' not in sys.modules, 'ray imported'")
     import json

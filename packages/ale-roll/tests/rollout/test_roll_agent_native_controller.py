@@ -96,9 +96,9 @@ def _port_open(address: str) -> bool:
 @pytest.mark.slow
 def test_controller_trains_on_agent_native_episodes(agent_stack: Any, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    import ale_roll.controller as controller_mod
+    import ale_roll.trainer.controller as controller_mod
     from ale_rock.sdk import Sandbox
-    from ale_roll.controller import Controller
+    from ale_roll.trainer.controller import Controller
 
     stack = agent_stack
     policy = _policy(stack, tmp_path)
@@ -162,7 +162,7 @@ def test_controller_trains_on_agent_native_episodes(agent_stack: Any, tmp_path: 
 
 def test_evaluate_only_runs_the_held_out_tasks(agent_stack: Any, tmp_path: Path) -> None:
     """`ale-roll eval` in agent-native mode: held-out tasks through the same services (then stopped)."""
-    from ale_roll.controller import Controller
+    from ale_roll.trainer.controller import Controller
 
     policy = _policy(agent_stack, tmp_path)
     cfg = build_config(_raw(agent_stack, tmp_path / "run", policy.model_dir, eval_tasks=["dedupe-contacts"]),
@@ -176,7 +176,7 @@ def test_evaluate_only_runs_the_held_out_tasks(agent_stack: Any, tmp_path: Path)
 
 
 def test_agent_native_outside_its_services_fails_loudly(agent_stack: Any, tmp_path: Path) -> None:
-    from ale_roll.controller import Controller
+    from ale_roll.trainer.controller import Controller
 
     policy = _policy(agent_stack, tmp_path)
     ctl = Controller(build_config(_raw(agent_stack, tmp_path / "run", policy.model_dir)), policy=policy)

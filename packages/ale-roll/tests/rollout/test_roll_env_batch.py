@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from ale_roll.config import EnvConfig
-from ale_roll.controller import make_env_factory
 from ale_roll.engines.base import Generation, SamplingParams
 from ale_roll.rollout import ChatFormat, EpisodeRunner
 from ale_roll.rollout.episode import EnvTimeout
+from ale_roll.trainer.controller import make_env_factory
 from ale_roll.types import StopReason
 
 rock_envs = pytest.importorskip("ale_rock.envs", reason="ale-rock (environments) is not installed")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 from ale_roll.config import load_config
-from ale_roll.controller import Controller
 from ale_roll.engines.base import SamplingParams
+from ale_roll.trainer.controller import Controller
 from ale_roll.trainer.step import flatten_all, train_step
 from ale_roll.types import collate
 

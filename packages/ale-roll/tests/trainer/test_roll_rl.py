@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from ale_roll.config import load_config
-from ale_roll.controller import Controller
 from ale_roll.metrics import read_jsonl
+from ale_roll.trainer.controller import Controller
 
 pytest.importorskip("ale_rock.envs.server", reason="ale-rock (EnvService) is not installed")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "guess_number.yaml"

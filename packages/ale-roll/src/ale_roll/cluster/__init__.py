@@ -36,7 +36,7 @@ def build_ray_cluster(cfg: RunConfig) -> RayCluster:
 
 def train_on_ray(cfg: RunConfig, **controller_kwargs: Any) -> dict[str, Any]:
     """`Controller(cfg, ...).run()` with the roles as Ray actors; the cluster is torn down after."""
-    from ale_roll.controller import Controller
+    from ale_roll.trainer.controller import Controller
 
     with build_ray_cluster(cfg) as cluster:
         ctl = Controller(cfg, policy=cluster.policy, env_factory=cluster.env_factory, **controller_kwargs)

@@ -30,7 +30,7 @@ def run_sft(cfg: RunConfig, policy: Policy | None = None, env_factory: Callable[
     fmt = ChatFormat(policy.tokenizer, cfg.rollout.system_prompt, cfg.rollout.observation_template,
                      cfg.rollout.observation_rewrite)
     if env_factory is None and _has_demos(cfg.resolve(cfg.sft.data)):
-        from ale_roll.controller import make_env_factory
+        from ale_roll.trainer.controller import make_env_factory
 
         env_factory = make_env_factory(cfg.env, cfg.rollout.env_timeout_s)
     trajs = load_trajectories(cfg.resolve(cfg.sft.data), env_factory, fmt)
