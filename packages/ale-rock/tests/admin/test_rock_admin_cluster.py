@@ -3,6 +3,7 @@ lifecycle, quotas, TTL/idle cleanup, namespaces, auth, WatchSandboxes, and kill 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -272,3 +273,17 @@ def test_tls(make_cluster: Callable[..., LocalCluster], tmp_path: Path) -> None:
     assert Sandbox.list(client=secure) == []
     with pytest.raises(Unavailable):
         Sandbox.list(client=Client(cluster.address, cluster.api_key(), timeout=5))
+
+
+def test_admin_and_worker_log_one_json_format(make_cluster: Callable[..., LocalCluster]) -> None:
+    """Both processes write one JSON object per line with the same keys (the worker used to write
+    ``t``/``lvl`` lines by string formatting, which a quote in a message made invalid JSON)."""
+    cluster = make_cluster(real=True)  # started: the worker has registered, both have logged
+    keys = {"ts", "level", "logger", "msg"}
+    for name in ("admin.log", "worker-w1.log"):
+        lines = [ln for ln in (cluster.dir / name).read_text().splitlines() if ln.startswith("{")]
+        assert lines, name
+        for ln in lines:
+            record = json.loads(ln)
+            assert keys <= record.keys(), (name, ln)
+        assert any(json.loads(ln)["logger"].startswith("ale_rock.") for ln in lines), name

@@ -1,4 +1,5 @@
-"""Structured (one JSON object per line) logging for the ale-rock processes."""
+"""Structured logging for the ale-rock processes (the Admin and the worker): one JSON object per
+line with ``ts``, ``level``, ``logger`` and ``msg``, plus the record's ``extra`` fields."""
 
 from __future__ import annotations
 

@@ -298,9 +298,9 @@ def serve_worker(config: WorkerConfig) -> WorkerHandle:
 
 def run_worker(config: WorkerConfig) -> int:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. Returns an exit code."""
-    logging.basicConfig(
-        level=logging.INFO, format='{"t":"%(asctime)s","lvl":"%(levelname)s","msg":"%(message)s"}'
-    )
+    from ale_rock.admin.logs import configure
+
+    configure("INFO")  # the Admin's JSON lines: one log format for both processes
     handle = serve_worker(config)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
