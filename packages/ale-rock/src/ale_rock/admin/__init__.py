@@ -2,8 +2,11 @@
 
 The gRPC servicers are thin; the logic lives in plain-Python modules: :mod:`.store` (durable
 SQLite state), :mod:`.state` (the sandbox state machine), :mod:`.quotas` (admission control),
-:mod:`.scheduler` (placement by free resources), :mod:`.auth` (API keys and join tokens) and
-:mod:`.manager` (the lifecycle that ties them together).
+:mod:`.scheduler` (placement by free resources), :mod:`.auth` (API keys and join tokens). The
+state in memory lives in small parts with one job each — :mod:`.worker_registry` (registration,
+heartbeats, lost workers), :mod:`.lifecycle` (sandbox states), :mod:`.feed` (watch fan-out),
+:mod:`.records` (the store's cache) — composed by :mod:`.manager`; :mod:`.forward` relays the
+calls that run inside a sandbox to its worker.
 """
 
 from ale_rock.admin.config import AdminConfig
