@@ -7,6 +7,7 @@ import hashlib
 import os
 from pathlib import Path
 
+import grpc
 import pytest
 from ale_rock import (
     AsyncSandbox,
@@ -107,3 +108,48 @@ def test_async_sdk(cluster: LocalCluster) -> None:
         await client.close()
 
     asyncio.run(main())
+
+
+def test_blocking_sdk_on_the_blocking_stack_alongside_the_asyncio_one(cluster: LocalCluster) -> None:
+    """The blocking SDK talks gRPC's blocking stack (an interceptor on its channel sees each call,
+    one RPC per operation); the asyncio SDK sees and changes the same sandbox."""
+    from ale_proto.v1 import sandbox_pb2_grpc
+    from ale_rock import Client
+    from ale_rock.sdk.errors import SandboxNotFound
+
+    calls: list[str] = []
+
+    class Count(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+        def intercept_unary_unary(self, continuation, details, request):  # type: ignore[no-untyped-def]
+            calls.append(details.method.rsplit("/", 1)[-1])
+            return continuation(details, request)
+
+        def intercept_unary_stream(self, continuation, details, request):  # type: ignore[no-untyped-def]
+            calls.append(details.method.rsplit("/", 1)[-1])
+            return continuation(details, request)
+
+    client = cluster.client()
+    client.stub = sandbox_pb2_grpc.SandboxServiceStub(grpc.intercept_channel(client._channel, Count()))
+    with Sandbox.create(client=client, cpu=0.2, memory="64Mi") as sb:
+        assert sb.write("/workspace/a.txt", "from sync") == 9
+        events = sb.exec_stream("echo 1; sleep 30")
+        assert next(events).kind == "started"
+        events.close()  # leaving a stream early cancels it; the next call is unaffected
+        assert sb.exec("cat /workspace/a.txt").stdout == "from sync"
+        assert calls == ["CreateSandbox", "WriteFile", "ExecStream", "Exec"]
+
+        async def from_asyncio() -> str:
+            aclient = cluster.async_client()
+            try:
+                asb = await AsyncSandbox.connect(sb.id, client=aclient)
+                await asb.write("/workspace/a.txt", "from async")
+                return (await asb.refresh()).state
+            finally:
+                await aclient.close()
+
+        assert asyncio.run(from_asyncio()) == "running" == sb.state
+        assert sb.read("/workspace/a.txt") == b"from async"
+        assert [i.id for i in Sandbox.list(client=client)] == [sb.id]
+    assert Sandbox.connect(sb.id, client=client).info.state == "deleted"
+    with pytest.raises(SandboxNotFound):  # its own client, closed again on the error
+        Sandbox.connect("sb-0123456789ab", address=cluster.address, api_key=cluster.api_key("default"))

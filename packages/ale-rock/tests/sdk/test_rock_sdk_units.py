@@ -106,3 +106,55 @@ def test_upload_stream_and_download_checksum(tmp_path: Path) -> None:
     assert tar_src.is_tar and tar_src.temporary
     tar_src.cleanup()
     assert not tar_src.path.exists()
+
+
+def test_blocking_and_asyncio_sdks_are_one_set_of_operations() -> None:
+    """Every public method of the blocking SDK is the asyncio one's operation: same op, same signature."""
+    import inspect
+
+    from ale_rock.sdk import AsyncSandbox, AsyncSession, Sandbox, Session
+
+    for sync_cls, async_cls in ((Sandbox, AsyncSandbox), (Session, AsyncSession)):
+        public = {n for n in dir(async_cls) if not n.startswith("_")}
+        assert public - {"state"} <= {n for n in dir(sync_cls) if not n.startswith("_")}
+        for name in public - {"info"}:
+            a, s = inspect.getattr_static(async_cls, name), inspect.getattr_static(sync_cls, name)
+            a, s = getattr(a, "__func__", a), getattr(s, "__func__", s)
+            assert a.__wrapped__ is s.__wrapped__, name  # both wrap the same operation of sdk/ops.py
+            assert inspect.signature(getattr(async_cls, name)) == inspect.signature(getattr(sync_cls, name)), name
+
+
+def test_a_failed_step_runs_the_operation_cleanup_on_both_stacks() -> None:
+    """The drivers throw a step's error into the operation: its finally/except clauses run, then it propagates."""
+    import asyncio
+
+    from ale_rock.sdk.steps import Call, Close, adrive, drive
+
+    class Blocking:
+        closed = 0
+
+        def call(self, method: str, request: object, timeout: float | None) -> object:
+            raise Unavailable("down")
+
+        def close(self) -> None:
+            self.closed += 1
+
+    class Asyncio(Blocking):
+        async def call(self, method: str, request: object, timeout: float | None) -> object:  # type: ignore[override]
+            raise Unavailable("down")
+
+        async def close(self) -> None:  # type: ignore[override]
+            self.closed += 1
+
+    def op(client: object):  # type: ignore[no-untyped-def]
+        try:
+            yield Call(client, "GetSandbox", None)
+        finally:
+            yield Close(client)
+
+    b, a = Blocking(), Asyncio()
+    with pytest.raises(Unavailable):
+        drive(op(b))
+    with pytest.raises(Unavailable):
+        asyncio.run(adrive(op(a)))
+    assert (b.closed, a.closed) == (1, 1)

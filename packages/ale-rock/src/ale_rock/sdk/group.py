@@ -1,34 +1,70 @@
-"""Create many sandboxes at once with bounded concurrency and retries."""
+"""Create many sandboxes at once with bounded concurrency and retries.
+
+One sandbox's create-with-retries is an operation (``steps.py``), written once; the blocking group
+runs those on a thread pool, the asyncio group gathers them under a semaphore.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from ale_rock.sdk import ops
 from ale_rock.sdk.async_sandbox import AsyncSandbox
 from ale_rock.sdk.client import AsyncClient, Client
 from ale_rock.sdk.errors import DeadlineExceeded, SandboxStartFailed, Unavailable
 from ale_rock.sdk.sandbox import Sandbox
+from ale_rock.sdk.steps import Op, Sleep, adrive, drive
 
 RETRYABLE = (Unavailable, DeadlineExceeded, SandboxStartFailed)
 """Errors worth another try (a lost worker, a timeout, a start that failed). Quota and argument
 errors are not retried: they would fail the same way."""
+
+SB = TypeVar("SB", bound=ops.SandboxState)
 
 
 def _backoff(attempt: int) -> float:
     return min(0.2 * 2**attempt, 5.0)
 
 
-class SandboxGroup:
-    """N blocking sandboxes sharing one client; a context manager deletes them all."""
+def create_with_retries(cls: Any, client: Any, retries: int, create_kwargs: dict[str, Any]) -> Op[Any]:
+    """Create one sandbox, retrying :data:`RETRYABLE` errors with exponential back-off."""
+    for attempt in range(retries + 1):
+        try:
+            return (yield from ops.create(cls, client=client, **create_kwargs))
+        except RETRYABLE:
+            if attempt == retries:
+                raise
+            yield Sleep(_backoff(attempt))
+    raise AssertionError("unreachable")
 
-    def __init__(self, sandboxes: list[Sandbox], client: Client, owns_client: bool) -> None:
+
+def _first_error(results: Sequence[Any]) -> BaseException | None:
+    return next((r for r in results if isinstance(r, BaseException)), None)
+
+
+class _Group(Generic[SB]):
+    """N sandboxes sharing one client."""
+
+    def __init__(self, sandboxes: list[SB], client: Any, owns_client: bool) -> None:
         self.sandboxes = sandboxes
         self.client = client
         self._owns = owns_client
+
+    def __iter__(self) -> Iterator[SB]:
+        return iter(self.sandboxes)
+
+    def __len__(self) -> int:
+        return len(self.sandboxes)
+
+    def __getitem__(self, i: int) -> SB:
+        return self.sandboxes[i]
+
+
+class SandboxGroup(_Group[Sandbox]):
+    """N blocking sandboxes sharing one client; a context manager deletes them all."""
 
     @classmethod
     def create(cls, n: int, *, concurrency: int = 8, retries: int = 2, client: Client | None = None,
@@ -38,27 +74,16 @@ class SandboxGroup:
         owns = client is None
         c = client or Client(address, api_key)
 
-        def one(_: int) -> Sandbox:
-            for attempt in range(retries + 1):
-                try:
-                    return Sandbox.create(client=c, **create_kwargs)
-                except RETRYABLE:
-                    if attempt == retries:
-                        raise
-                    time.sleep(_backoff(attempt))
-            raise AssertionError("unreachable")
+        def one(_: int) -> Any:
+            try:
+                return drive(create_with_retries(Sandbox, c, retries, create_kwargs))
+            except BaseException as e:  # noqa: BLE001 - collected, so every made sandbox is cleaned up
+                return e
 
-        made: list[Sandbox] = []
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            futures = [pool.submit(one, i) for i in range(n)]
-            error: BaseException | None = None
-            for f in futures:
-                try:
-                    made.append(f.result())
-                except BaseException as e:  # keep collecting so every made sandbox is cleaned up
-                    error = error or e
-        group = cls(made, c, owns)
-        if error is not None:
+            results = list(pool.map(one, range(n)))
+        group = cls([r for r in results if isinstance(r, Sandbox)], c, owns)
+        if (error := _first_error(results)) is not None:
             group.delete_all()
             raise error
         return group
@@ -71,15 +96,6 @@ class SandboxGroup:
             self.client.close()
             self._owns = False
 
-    def __iter__(self) -> Iterator[Sandbox]:
-        return iter(self.sandboxes)
-
-    def __len__(self) -> int:
-        return len(self.sandboxes)
-
-    def __getitem__(self, i: int) -> Sandbox:
-        return self.sandboxes[i]
-
     def __enter__(self) -> SandboxGroup:
         return self
 
@@ -87,13 +103,8 @@ class SandboxGroup:
         self.delete_all()
 
 
-class AsyncSandboxGroup:
+class AsyncSandboxGroup(_Group[AsyncSandbox]):
     """N asyncio sandboxes sharing one client; ``async with`` deletes them all."""
-
-    def __init__(self, sandboxes: list[AsyncSandbox], client: AsyncClient, owns_client: bool) -> None:
-        self.sandboxes = sandboxes
-        self.client = client
-        self._owns = owns_client
 
     @classmethod
     async def create(cls, n: int, *, concurrency: int = 32, retries: int = 2, client: AsyncClient | None = None,
@@ -103,24 +114,15 @@ class AsyncSandboxGroup:
         c = client or AsyncClient(address, api_key)
         gate = asyncio.Semaphore(max(1, concurrency))
 
-        async def one() -> AsyncSandbox:
-            for attempt in range(retries + 1):
-                try:
-                    async with gate:
-                        return await AsyncSandbox.create(client=c, **create_kwargs)
-                except RETRYABLE:
-                    if attempt == retries:
-                        raise
-                    await asyncio.sleep(_backoff(attempt))
-            raise AssertionError("unreachable")
+        async def one() -> Any:
+            async with gate:
+                return await adrive(create_with_retries(AsyncSandbox, c, retries, create_kwargs))
 
         results = await asyncio.gather(*(one() for _ in range(n)), return_exceptions=True)
-        made = [r for r in results if isinstance(r, AsyncSandbox)]
-        group = cls(made, c, owns)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
+        group = cls([r for r in results if isinstance(r, AsyncSandbox)], c, owns)
+        if (error := _first_error(results)) is not None:
             await group.delete_all()
-            raise errors[0]
+            raise error
         return group
 
     async def delete_all(self, concurrency: int = 32) -> None:
@@ -135,15 +137,6 @@ class AsyncSandboxGroup:
         if self._owns:
             await self.client.close()
             self._owns = False
-
-    def __iter__(self) -> Iterator[AsyncSandbox]:
-        return iter(self.sandboxes)
-
-    def __len__(self) -> int:
-        return len(self.sandboxes)
-
-    def __getitem__(self, i: int) -> AsyncSandbox:
-        return self.sandboxes[i]
 
     async def __aenter__(self) -> AsyncSandboxGroup:
         return self

@@ -19,7 +19,7 @@ from ale_rock.sdk import requests as rq
 from ale_rock.sdk import types as t
 from ale_rock.sdk.errors import SandboxStartFailed
 from ale_rock.sdk.files import DownloadSink, check_upload, prepare_upload, upload_messages
-from ale_rock.sdk.steps import Call, Close, Drain, Op, Stream
+from ale_rock.sdk.steps import Call, Close, Op, Stream
 
 
 class CreateOptions(TypedDict, total=False):
@@ -220,7 +220,7 @@ def download(sb: Any, remote_path: str, local_path: str | os.PathLike[str]) -> O
     """Download a file (or a directory, extracted from tar) to ``local_path``; SHA-256 checked."""
     sink = DownloadSink(local_path)
     try:
-        yield Drain(sb.client, "DownloadFile", pb.DownloadFileRequest(sandbox_id=sb.id, path=remote_path), 24 * 3600,
+        yield Stream(sb.client, "DownloadFile", pb.DownloadFileRequest(sandbox_id=sb.id, path=remote_path), 24 * 3600,
                     sink.feed)
     except BaseException:
         sink.abort()

@@ -12,8 +12,10 @@ a blocking channel still see every call) while the logic exists once.
 
 from __future__ import annotations
 
+import asyncio
 import functools
-from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar
 
@@ -33,17 +35,6 @@ class Call:
 
 
 @dataclass(frozen=True)
-class Drain:
-    """A server-streaming RPC consumed whole: ``feed`` gets each message; the result is None."""
-
-    client: Any
-    method: str
-    request: Any
-    timeout: float | None
-    feed: Callable[[Any], None]
-
-
-@dataclass(frozen=True)
 class Close:
     """Close ``client`` (a connection the operation opened itself)."""
 
@@ -52,7 +43,11 @@ class Close:
 
 @dataclass(frozen=True)
 class Stream(Generic[T]):
-    """A server-streaming RPC handed to the caller item by item, each passed through ``convert``."""
+    """A server-streaming RPC, each message passed through ``convert``.
+
+    Returned by a streaming operation, it is handed to the caller item by item; yielded as a step,
+    it is consumed whole (``convert`` is then a sink, e.g. a download's) and its result is None.
+    """
 
     client: Any
     method: str
@@ -61,61 +56,77 @@ class Stream(Generic[T]):
     convert: Callable[[Any], T]
 
 
-Step = Call | Drain | Close
+@dataclass(frozen=True)
+class Sleep:
+    """Wait ``seconds`` (a retry's back-off)."""
+
+    seconds: float
+
+
+Step = Call | Stream[Any] | Close | Sleep
 Op = Generator[Step, Any, R]
 """An SDK operation: yields steps, returns the operation's result."""
 
 
-def _perform(step: Step) -> Any:
+async def _blocking_perform(step: Step) -> Any:
+    """Perform a step on the blocking stack (a coroutine that never suspends: see :func:`drive`)."""
     if isinstance(step, Call):
         return step.client.call(step.method, step.request, step.timeout)
-    if isinstance(step, Drain):
+    if isinstance(step, Stream):
         for item in step.client.stream(step.method, step.request, step.timeout):
-            step.feed(item)
-        return None
-    step.client.close()
+            step.convert(item)
+    elif isinstance(step, Sleep):
+        time.sleep(step.seconds)
+    else:
+        step.client.close()
     return None
 
 
-async def _aperform(step: Step) -> Any:
+async def _asyncio_perform(step: Step) -> Any:
     if isinstance(step, Call):
         return await step.client.call(step.method, step.request, step.timeout)
-    if isinstance(step, Drain):
+    if isinstance(step, Stream):
         async for item in step.client.stream(step.method, step.request, step.timeout):
-            step.feed(item)
-        return None
-    await step.client.close()
+            step.convert(item)
+    elif isinstance(step, Sleep):
+        await asyncio.sleep(step.seconds)
+    else:
+        await step.client.close()
     return None
 
 
-def drive(op: Op[R]) -> R:
-    """Run an operation on the blocking stack."""
+async def _run(op: Op[R], perform: Callable[[Step], Awaitable[Any]]) -> R:
+    """Feed each step's result (or error) back into the operation until it returns."""
     try:
         step = next(op)
         while True:
             try:
-                result = _perform(step)
+                result = await perform(step)
             except BaseException as e:  # noqa: BLE001 - the operation decides; it re-raises
                 step = op.throw(e)
             else:
                 step = op.send(result)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+
+
+def drive(op: Op[R]) -> R:
+    """Run an operation on the blocking stack.
+
+    The blocking performer never awaits anything, so the coroutine finishes on its first send.
+    """
+    coro = _run(op, _blocking_perform)
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("a blocking SDK step suspended")  # pragma: no cover - a bug in a performer
 
 
 async def adrive(op: Op[R]) -> R:
     """Run an operation on the asyncio stack."""
-    try:
-        step = next(op)
-        while True:
-            try:
-                result = await _aperform(step)
-            except BaseException as e:  # noqa: BLE001 - the operation decides; it re-raises
-                step = op.throw(e)
-            else:
-                step = op.send(result)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    return await _run(op, _asyncio_perform)
 
 
 def blocking(op: Callable[P, Op[R]]) -> Callable[P, R]:
