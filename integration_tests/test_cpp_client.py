@@ -5,6 +5,7 @@ typed errors; Struct kwargs/info on the EnvService."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -24,7 +25,7 @@ def client_binary() -> Path:
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
         pytest.fail(f"{', '.join(missing)} missing: run `make setup` (scripts/setup.sh installs them)")
-    r = subprocess.run(["make", "-s", "-C", str(CPP_DIR), f"BUILD={BUILD}"],
+    r = subprocess.run(["make", "-s", f"-j{os.cpu_count() or 2}", "-C", str(CPP_DIR), f"BUILD={BUILD}"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     return BUILD / "ale_client"
