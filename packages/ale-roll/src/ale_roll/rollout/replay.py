@@ -41,14 +41,22 @@ def replay_actions(env: GemEnv, fmt: ChatFormat, seed: int, actions: list[str]) 
 
 
 def load_trajectories(path: str | Path, env_factory: Any = None, fmt: ChatFormat | None = None) -> list[Trajectory]:
-    """Read a JSONL of trajectories (`Trajectory.to_dict`) or demos (`{"seed", "actions"}`; needs env + fmt)."""
+    """Read a JSONL of trajectories, each `Trajectory.to_dict` or the contract's `ale.v1.Trajectory` in
+    protobuf JSON (what an agent's `GetTrajectory` returns), or demos (`{"seed", "actions"}`; needs env + fmt)."""
     out: list[Trajectory] = []
-    for line in Path(path).read_text().splitlines():
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
             continue
         data = json.loads(line)
-        if "turns" in data:
+        if "turns" in data and all("completion_ids" in t for t in data["turns"]):
             out.append(Trajectory.from_dict(data))
+        elif "turns" in data:  # the contract's field names (completionTokenIds / completion_token_ids)
+            from ale_roll.trajectory_proto import from_json
+
+            try:
+                out.append(from_json(data))
+            except ValueError as e:
+                raise ValueError(f"{path}:{n}: {e}") from None
         elif "actions" in data:
             if env_factory is None or fmt is None:
                 raise ValueError(f"{path}: demo lines need an environment and a format to replay")
