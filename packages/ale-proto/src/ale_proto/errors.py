@@ -125,19 +125,20 @@ class AleError(Exception):
     """Base of every ALE error: ``code`` (an :class:`ErrorCode`), ``field``, ``message``, ``metadata``.
 
     ``AleError(code, message, field=...)`` (a code first, as ``OSError(errno, ...)``) builds the
-    class of that code, e.g. ``AleError(ErrorCode.NOT_FOUND, "gone")`` is a :class:`NotFound`.
+    class of that code, e.g. ``AleError(ErrorCode.NOT_FOUND, "gone")`` is a :class:`NotFound`; the
+    code may be an :class:`ErrorCode`, its number, or its name followed by a message.
     Otherwise the arguments are ``(message, field="", metadata=None, **more_metadata)``.
     """
 
     code: ClassVar[ErrorCode] = ErrorCode.INTERNAL
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AleError:
-        if cls is AleError and args and isinstance(args[0], (int, enum.Enum)):
+        if cls is AleError and _code_first(args):
             cls = class_for_code(ErrorCode.of(args[0]))
         return super().__new__(cls)
 
     def __init__(self, *args: Any, field: str = "", metadata: Mapping[str, str] | None = None, **extra: str) -> None:
-        if args and isinstance(args[0], (int, enum.Enum)):  # the code-first form: the class is the code
+        if _code_first(args):  # the class is the code's (see __new__)
             args = args[1:]
         message = str(args[0]) if args else ""
         if len(args) > 1:
@@ -160,6 +161,16 @@ class AleError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.message, self.field, self.metadata))
+
+
+def _code_first(args: tuple[Any, ...]) -> bool:
+    """Whether arguments start with a code: an enum or number, or a code's name before a message."""
+    if not args:
+        return False
+    first = args[0]
+    if isinstance(first, (int, enum.Enum)):
+        return True
+    return isinstance(first, str) and len(args) > 1 and first in ErrorCode.__members__
 
 
 def _rebuild(cls: type[AleError], message: str, field: str, metadata: dict[str, str]) -> AleError:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ale_proto.errors import AleError
+
 from ale_rock.backends.base import EgressRuleModel, Limits, SandboxConfig
 from ale_rock.envhub.registry import BuildStatus, Registry, StoredSpec
 from ale_rock.envhub.spec import EnvSpecModel
@@ -26,14 +28,9 @@ LOCAL_UNSUPPORTED = (
 )
 
 
-class HubError(Exception):
-    """A request the hub refuses. ``code`` is an ``ale.v1.ErrorCode`` name; ``field`` the culprit."""
-
-    def __init__(self, code: str, message: str, field: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.field = field
+HubError = AleError
+"""A request the hub refuses: ``HubError("NOT_FOUND", message, field=...)`` is the one hierarchy's
+class of that code (see :class:`ale_proto.errors.AleError`)."""
 
 
 class Builder(Protocol):

@@ -60,9 +60,6 @@ def make_hub(config: EnvHubConfig, builders: dict[str, Callable[[], Builder]] | 
     )
 
 
-_CODES = {name: value for name, value in common_pb2.ErrorCode.items()}
-
-
 class EnvHubServicer(env_pb2_grpc.EnvHubServiceServicer):
     """The gRPC edge of an :class:`EnvHub`."""
 
@@ -76,14 +73,8 @@ class EnvHubServicer(env_pb2_grpc.EnvHubServiceServicer):
 
     @staticmethod
     def _fail(context: Any, e: Exception) -> None:
-        if isinstance(e, AleError):  # e.g. the Admin's authentication error
+        if isinstance(e, AleError):  # the hub's refusals, the host's (e.g. the Admin's) authentication errors
             abort(context, e.detail)
-        code_name = str(getattr(getattr(e, "code", None), "value", getattr(e, "code", "")))
-        if isinstance(e, HubError) or f"ERROR_CODE_{code_name}" in _CODES:
-            # HubError, or the host's auth error (e.g. the Admin's AdminError): same shape.
-            code = _CODES.get(f"ERROR_CODE_{code_name}", common_pb2.ERROR_CODE_INTERNAL)
-            message = str(getattr(e, "message", e))
-            abort(context, make_error(code, message, str(getattr(e, "field", ""))))  # type: ignore[arg-type]
         if isinstance(e, EnvSpecError):
             field = f"spec.{e.field}" if e.field else "spec"
             abort(context, make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, str(e), field))  # type: ignore[arg-type]
