@@ -157,7 +157,7 @@ class AleError(Exception):
     def detail(self) -> common_pb2.ErrorDetail:
         """The ``ErrorDetail`` a server sends for this error (naming its class for the client)."""
         metadata = {k: str(v) for k, v in self.metadata.items()}
-        return make_error(self.code, self.message, self.field, **{**metadata, ERROR_TYPE_KEY: type(self).__name__})
+        return make_error(self.code, self.message, self.field, **{**metadata, ERROR_TYPE_KEY: type(self).__name__})  # type: ignore[arg-type]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.message, self.field, self.metadata))
