@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from ale_proto.v1 import model_proxy_pb2, model_proxy_pb2_grpc
-from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed"
@@ -55,16 +53,10 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, openai_upstream_server: Any) -> Iterator[Any]:
-    from ale_rock.local_cluster import LocalCluster, real_worker_argv
-
+def stack(tmp_path_factory: pytest.TempPathFactory, openai_upstream_server: Any, proxy_cluster: Any) -> Iterator[Any]:
     # require_sandbox_header: a call that did not come through a gateway's stamp is refused.
-    proxy = serve_model_proxy(ModelProxyConfig(public_base_url="http://model-proxy:80", require_sandbox_header=True))
-    workdir: Path = tmp_path_factory.mktemp("rock-proxy-gateway")
-    argv = real_worker_argv({"model_proxy_address": proxy.http_url.removeprefix("http://")})
-    with LocalCluster(workers=1, workdir=workdir, worker_argv=argv) as cluster:
+    with proxy_cluster(tmp_path_factory.mktemp("rock-proxy-gateway"), require_sandbox_header=True) as (proxy, cluster):
         yield proxy, cluster, openai_upstream_server.url
-    proxy.stop(0)
 
 
 def run_agent(sb: Any, calls: list[dict[str, str]]) -> dict[str, list[str]]:

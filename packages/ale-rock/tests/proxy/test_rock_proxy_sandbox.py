@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from ale_rock.envs.sandbox import SdkProvider
 from ale_rock.envs.terminal import find_task
 from ale_rock.episode import CommandAgent, run_episode
-from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
 from ale_rock.sdk.model_proxy import ModelProxyClient
 
 pytestmark = pytest.mark.skipif(
@@ -41,17 +39,9 @@ print(json.dumps({"own": own, "mixed": mixed}))
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, openai_upstream_server: Any) -> Iterator[Any]:
-    from ale_rock.local_cluster import LocalCluster, real_worker_argv
-
-    # Agents see the proxy as http://model-proxy/...; the gateway maps that host to the proxy.
-    proxy = serve_model_proxy(ModelProxyConfig(public_base_url="http://model-proxy:80"))
-    proxy_hostport = proxy.http_url.removeprefix("http://")
-    workdir: Path = tmp_path_factory.mktemp("rock-proxy-sandbox")
-    argv = real_worker_argv({"model_proxy_address": proxy_hostport})
-    with LocalCluster(workers=1, workdir=workdir, worker_argv=argv) as cluster:
+def stack(tmp_path_factory: pytest.TempPathFactory, openai_upstream_server: Any, proxy_cluster: Any) -> Iterator[Any]:
+    with proxy_cluster(tmp_path_factory.mktemp("rock-proxy-sandbox")) as (proxy, cluster):
         yield proxy, cluster, openai_upstream_server.url
-    proxy.stop(0)
 
 
 def test_agent_in_sandbox_uses_only_its_own_episode(stack: Any) -> None:
