@@ -12,6 +12,7 @@ from ale_proto.config import (
     env_layers,
     exit_on_error,
     load_config,
+    parse_mapping,
     parse_overrides,
     read_mapping,
     require_env,
@@ -140,3 +141,13 @@ def test_exit_on_error_prints_one_line_and_exits_2(capsys: pytest.CaptureFixture
     with exit_on_error():  # nothing raised: nothing printed
         pass
     assert capsys.readouterr().err == ""
+
+
+def test_text_and_given_mappings_are_checked_like_files() -> None:
+    assert parse_mapping("a: 1\n", "req") == {"a": 1} and parse_mapping("", "req") == {}
+    with pytest.raises(ConfigError, match=r"^config_yaml:2:1: invalid YAML: "):
+        parse_mapping("a: [1\n", "config_yaml")
+    with pytest.raises(ConfigError, match=r"^config_yaml: the top level must be a mapping of keys, not a list$"):
+        parse_mapping("- 1\n", "config_yaml")
+    with pytest.raises(ConfigError, match=r"^request: the top level must be a mapping of keys, not a str$"):
+        load_config(Cfg, data="name", source="request")  # type: ignore[arg-type]

@@ -127,12 +127,35 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def read_mapping(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A YAML (or ``.json``) file's top-level mapping; ``{}`` for an empty file."""
+def parse_mapping(text: str, source: str, *, json_text: bool = False) -> dict[str, Any]:
+    """The top-level mapping of YAML (or JSON) ``text``; ``{}`` when empty. Errors name ``source``
+    and, for a syntax error, the line and column (``source:line:col: invalid YAML: ...``)."""
     import json
 
     import yaml
 
+    try:
+        data = json.loads(text) if json_text else yaml.safe_load(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{source}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
+        problem = getattr(e, "problem", None) or str(e)
+        raise ConfigError(f"{where}: invalid YAML: {_one_line(str(problem))}") from None
+    return _top_level(data, source)
+
+
+def _top_level(data: Any, source: str) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of keys, not a {type(data).__name__}")
+    return data
+
+
+def read_mapping(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A YAML (or ``.json``) file's top-level mapping; ``{}`` for an empty file."""
     p = Path(path)
     try:
         text = p.read_text()
@@ -140,20 +163,7 @@ def read_mapping(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigError(f"{p}: config file not found") from None
     except OSError as e:
         raise ConfigError(f"{p}: cannot read the config file ({e.strerror or e})") from None
-    try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{p}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(f"{where}: invalid YAML: {_one_line(str(problem))}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: the top level must be a mapping of keys, not a {type(data).__name__}")
-    return data
+    return parse_mapping(text, str(p), json_text=p.suffix == ".json")
 
 
 # -- validation errors, one line ----------------------------------------------------------------
@@ -304,7 +314,7 @@ def load_config(
     if path is not None:
         layers.append((label, read_mapping(path)))
     if data is not None:
-        layers.append((label, data))
+        layers.append((label, _top_level(data, label)))
     layers.extend(env)
     if isinstance(overrides, Mapping):
         if overrides:

@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 import yaml
 from ale_proto import serving
+from ale_proto.config import parse_mapping
 from ale_proto.v1 import trainer_pb2, trainer_pb2_grpc
 
 from ale_roll.config import ConfigError, RunConfig, build_config
@@ -105,12 +106,12 @@ class TrainerServicer(trainer_pb2_grpc.TrainerServiceServicer):
         if request.kind not in _KINDS:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "kind must be TRAIN, SFT or EVAL")
         try:
-            raw = yaml.safe_load(request.config_yaml) or {}
+            raw = parse_mapping(request.config_yaml, "config_yaml")  # one-line errors with line:column
             overrides = list(request.overrides)
             if request.resume_from:
                 overrides += [f"output_dir={request.resume_from}", "checkpoint.resume=true"]
-            cfg = build_config(raw, overrides)
-        except (ConfigError, yaml.YAMLError) as e:
+            cfg = build_config(raw, overrides, source="config_yaml")
+        except ConfigError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         job = JobRecord(uuid.uuid4().hex[:12], request.kind, cfg)
         with self._cond:
