@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from ale_proto.config import deep_merge
 from ale_proto.serving import free_port
 from pydantic import BaseModel, ConfigDict, Field
 
-from ale_roll.engines.base import LossFn
+from ale_roll.engines.base import TokenLossFn
 from ale_roll.engines.logprobs import token_logprobs, weighted_loss
 from ale_roll.engines.rng import rng_state, set_rng_state
 from ale_roll.engines.torch_engine import OptimConfig
@@ -74,14 +75,7 @@ def ds_config(cfg: DeepSpeedConfig, world_size: int) -> dict[str, Any]:
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
     }
-    return _merge(conf, cfg.extra)
-
-
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in extra.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
+    return deep_merge(conf, cfg.extra)
 
 
 class DeepSpeedTrainEngine:
@@ -145,7 +139,7 @@ class DeepSpeedTrainEngine:
         *,
         attention_mask: torch.Tensor | None = None,
         token_weights: torch.Tensor | None = None,
-        loss_fn: LossFn | None = None,
+        loss_fn: TokenLossFn | None = None,
     ) -> float:
         ids, attn, mask, w = self._inputs(input_ids, attention_mask, label_mask, token_weights)
         assert ids is not None and mask is not None
