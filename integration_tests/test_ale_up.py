@@ -57,14 +57,33 @@ def test_up_keep_status_down_leaves_nothing(ale_env: dict[str, str], runs_root: 
     run_dir = (runs_root / "latest").resolve()
     report = json.loads((run_dir / "report.json").read_text())
     assert report["smoke"] == {**report["smoke"], "sandboxes": 2, "ok": 2}
-    assert set(report["services"]) == {"admin", "worker"}
+    # "Just the stack" is every service the quickstart lists; only the job is left out.
+    assert set(report["services"]) == {"admin", "worker", "inference", "model-proxy", "trainer"}
+    assert (run_dir / "logs" / "trainer.log").exists()
+    assert 'eval "$(ale env)"' in r.stdout and "ale down" in r.stdout, r.stdout
+
+    # The API key reaches clients through `ale env` (from a 0600 file), never a command line.
+    env = run_ale("env", env=ale_env, timeout=60)
+    assert env.returncode == 0, env.stdout + env.stderr
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in env.stdout.splitlines())
+    assert set(exports) >= {"ALE_ROCK_ADDRESS", "ALE_ROCK_API_KEY", "ALE_PROXY_ADDRESS"}
+    key = exports["ALE_ROCK_API_KEY"]
+    assert len(key) >= 32 and processes_mentioning(key) == []
+    assert key not in (run_dir / "stack.json").read_text()
+    secrets_dir = run_dir / "secrets"
+    assert secrets_dir.stat().st_mode & 0o777 == 0o700
+    assert {f.name: f.stat().st_mode & 0o777 for f in secrets_dir.iterdir()} == {
+        "admin.yaml": 0o600, "worker.yaml": 0o600, "client.env": 0o600}
+    listed = subprocess.run([str(Path(sys.executable).parent / "ale-rock"), "sandbox", "ls"], capture_output=True,
+                            text=True, timeout=60, env={**ale_env, **exports})
+    assert listed.returncode == 0, listed.stdout + listed.stderr
 
     st = run_ale("status", env=ale_env, timeout=60)
-    assert st.returncode == 0 and st.stdout.count("True") == 4, st.stdout  # 2 services × alive, healthy
+    assert st.returncode == 0 and st.stdout.count("True") == 10, st.stdout  # 5 services × alive, healthy
     assert processes_mentioning(str(run_dir))
 
     down = run_ale("down", env=ale_env, timeout=60)
-    assert down.returncode == 0 and "stopped 2" in down.stdout, down.stdout + down.stderr
+    assert down.returncode == 0 and "stopped 5" in down.stdout, down.stdout + down.stderr
     assert processes_mentioning(str(run_dir)) == []
     assert mounts_mentioning(str(run_dir)) == []
 

@@ -78,6 +78,26 @@ def status(run_dir: RunDir = None) -> None:
         typer.echo("no services running")
 
 
+@app.command("env")
+def env_(run_dir: RunDir = None) -> None:
+    """Print `export` lines for a client of the kept stack (its address and API key): `eval "$(ale env)"`."""
+    import shlex
+
+    from ale.up import client_env
+
+    target = run_dir or _latest_run_dir()
+    if target is None:
+        typer.echo("no run yet: `ale up job.enabled=false --keep` starts the stack", err=True)
+        raise typer.Exit(1)
+    try:
+        values = client_env(target)
+    except FileNotFoundError:
+        typer.echo(f"no client settings in {target} (a run from an older `ale up`?)", err=True)
+        raise typer.Exit(1) from None
+    for key, value in values.items():
+        typer.echo(f"export {key}={shlex.quote(value)}")
+
+
 @app.command("eval")
 def eval_(
     suite: Annotated[str, typer.Option(help="`builtin` (ale-rock's suite) or a directory of tasks.")] = "builtin",

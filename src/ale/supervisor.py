@@ -39,6 +39,8 @@ class ServiceState:
     log: str
     argv: list[str]
     health_service: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    """The spec's extra environment (no secrets: those are in 0600 files), so a restart keeps it."""
 
 
 class HealthTimeout(RuntimeError):
@@ -99,7 +101,8 @@ class Stack:
                 env={**os.environ, **spec.env},
                 start_new_session=True,
             )
-        state = ServiceState(spec.name, proc.pid, spec.port, str(log_path), spec.argv, spec.health_service)
+        state = ServiceState(spec.name, proc.pid, spec.port, str(log_path), spec.argv, spec.health_service,
+                             dict(spec.env))
         self.services[spec.name] = state
         self._save()
         return state
@@ -198,4 +201,4 @@ class Watchdog:
                     continue
                 _signal_group(s.pid, signal.SIGKILL)  # reap, and take down anything it left
                 self.restarts[name] = self.restarts.get(name, 0) + 1
-                self.stack.start(ServiceSpec(name, s.argv, s.port, s.health_service))
+                self.stack.start(ServiceSpec(name, s.argv, s.port, s.health_service, s.env))

@@ -6,19 +6,24 @@ store, the worker's state, and `report.json`. `ale down` stops whatever `stack.j
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ale_proto.serving import free_port
 
 from ale.config import ConfigError, UpConfig, load_config
 from ale.supervisor import HealthTimeout, ServiceSpec, Stack, Watchdog
+
+T = TypeVar("T")
 
 SYSTEM_REQUIREMENTS = {"bwrap": "bubblewrap (apt-get install -y bubblewrap)"}
 
@@ -40,42 +45,66 @@ def new_run_dir(runs_root: Path) -> Path:
     return run_dir
 
 
+SECRETS_DIR = "secrets"
+"""Under the run dir (mode 0700): the services' secret config files and ``client.env``, each 0600."""
+CLIENT_ENV = "client.env"
+"""``KEY=value`` lines a client of the kept stack needs (``ale env`` prints them as exports)."""
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` readable by this user only (0600 from creation, whatever the umask):
+    secrets go to services in such files, never on a command line every local user can read."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.chmod(0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    path.chmod(0o600)
+    return path
+
+
 def plan_services(run_dir: Path, cfg: UpConfig, model_dir: Path | None = None) -> tuple[list[ServiceSpec], dict[str, str]]:
-    """The services of the embedded default, on free local ports, and how to reach them.
+    """The services of the stack, on free local ports, and how to reach them.
 
     Always: the Admin (sandboxes, EnvHub, its EnvService) and a Worker (local bubblewrap backend;
-    it also serves the EnvService the RL rollouts use). With a model (the job): the
-    InferenceService on that model, the ModelProxy in front of it, and the TrainerService.
+    it also serves the EnvService the RL rollouts use). With a model (``ale up`` always has one):
+    the InferenceService on that model, the ModelProxy in front of it, and the TrainerService.
+    The API key, join token and EnvService key go to the admin and worker in 0600 config files
+    under ``<run_dir>/secrets/``; ``client.env`` there holds what a client needs (``ale env``).
     """
     bin_dir = Path(sys.executable).parent
     api_key, join_token, env_key = secrets.token_hex(16), secrets.token_hex(16), secrets.token_hex(16)
     admin_port, worker_port = free_port(), free_port()
+    private = run_dir / SECRETS_DIR
+    admin_cfg = write_private(private / "admin.yaml", json.dumps({"api_keys": {api_key: "default"},
+                                                                  "join_token": join_token}) + "\n")
+    worker_cfg = write_private(private / "worker.yaml", json.dumps({"join_token": join_token,
+                                                                    "env_api_key": env_key}) + "\n")
     admin = ServiceSpec(
         "admin",
         [str(bin_dir / "ale-rock"), "admin", "--port", str(admin_port), "--db", str(run_dir / "admin.db"),
-         "--api-key", f"{api_key}=default", "--join-token", join_token],
+         "--config", str(admin_cfg)],
         admin_port,
         "ale.v1.SandboxService",
     )
     worker = ServiceSpec(
         "worker",
-        [str(bin_dir / "ale-rock"), "worker",
+        [str(bin_dir / "ale-rock"), "worker", "--config", str(worker_cfg),
          "--set", f"address=127.0.0.1:{worker_port}",
          "--set", f"admin_address=127.0.0.1:{admin_port}",
-         "--set", f"join_token={join_token}",
          "--set", f"state_dir={run_dir / 'worker'}",
          "--set", "worker_id=local",
          "--set", f"pool_size={cfg.services.worker_pool_size}",
          "--set", f"max_sandboxes={cfg.services.max_sandboxes}",
          "--set", "heartbeat_interval_s=1",
-         "--set", "serve_envs=true",
-         "--set", f"env_api_key={env_key}"],
+         "--set", "serve_envs=true"],
         worker_port,
         "ale.v1.WorkerService",
     )
     endpoints = {"admin_address": f"127.0.0.1:{admin_port}", "api_key": api_key,
                  "env_address": f"127.0.0.1:{worker_port}", "env_api_key": env_key}
     specs = [admin, worker]
+    client_env = {"ALE_ROCK_ADDRESS": endpoints["admin_address"], "ALE_ROCK_API_KEY": api_key}
     if model_dir is not None:
         inf_port, trainer_port, proxy_port, proxy_http = free_port(), free_port(), free_port(), free_port()
         specs.append(ServiceSpec(
@@ -93,7 +122,15 @@ def plan_services(run_dir: Path, cfg: UpConfig, model_dir: Path | None = None) -
             "ale.v1.TrainerService", env={"OMP_NUM_THREADS": "1"}))
         endpoints.update({"inference_address": f"127.0.0.1:{inf_port}", "trainer_address": f"127.0.0.1:{trainer_port}",
                           "proxy_http": f"http://127.0.0.1:{proxy_http}/v1"})
+        client_env["ALE_PROXY_ADDRESS"] = f"127.0.0.1:{proxy_port}"
+    write_private(private / CLIENT_ENV, "".join(f"{k}={v}\n" for k, v in client_env.items()))
     return specs, endpoints
+
+
+def client_env(run_dir: Path) -> dict[str, str]:
+    """What a client of the run's stack needs (address, API key), from its 0600 ``client.env``."""
+    text = (run_dir / SECRETS_DIR / CLIENT_ENV).read_text()
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
 def smoke(endpoints: dict[str, str], cfg: UpConfig) -> dict[str, Any]:
@@ -162,11 +199,22 @@ class LiveProgress:
         self.console.log(text)
 
 
+def quietly(fn: Callable[[], T], log: Path) -> T:
+    """``fn()`` with what the libraries print (DeepSpeed's accelerator notice, progress bars) in
+    ``log`` instead of between `ale up`'s own lines; a failure names the log."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+        try:
+            return fn()
+        except Exception as e:
+            raise RuntimeError(f"{type(e).__name__}: {e} (library output: {log})") from e
+
+
 def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, runs_root: Path, keep: bool) -> int:
     """The body of `ale up`; returns the process exit code."""
     from rich.console import Console
 
-    console = Console()
+    console = Console(file=sys.stdout)  # bound now: `quietly` moves sys.stdout for library output only
     try:
         cfg = load_config(config, overrides)
     except ConfigError as e:  # before any run directory exists: `runs/latest` is left alone
@@ -186,17 +234,21 @@ def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, r
     report: dict[str, Any] = {"run_dir": str(run_dir), "services": {}}
     code = 0
     try:
-        model_dir = None
-        if cfg.job.enabled:
-            from ale.job.pipeline import prepare_model
+        # Every service of the stack runs with or without the job (`job.enabled=false` is the stack
+        # alone): the InferenceService serves the job's initial model either way.
+        from ale.job.pipeline import prepare_model
 
-            with console.status("building the initial model"):
-                model_dir = prepare_model(run_dir, cfg.job)
+        with console.status("building the initial model"):
+            model_dir = quietly(lambda: prepare_model(run_dir, cfg.job), run_dir / "logs" / "model.log")
         specs, endpoints = plan_services(run_dir, cfg, model_dir)
+        # All at once, then each waited for in order: they start independently (the worker retries
+        # the admin, the proxy dials the InferenceService per call), so the stack is up in the time
+        # of the slowest service rather than the sum of them.
+        t0 = time.monotonic()
         for spec in specs:
-            t0 = time.monotonic()
+            stack.start(spec)
+        for spec in specs:
             with console.status(f"starting {spec.name} on 127.0.0.1:{spec.port}"):
-                stack.start(spec)
                 stack.wait_healthy(spec.name, cfg.services.health_timeout_s)
             report["services"][spec.name] = {"port": spec.port, "start_s": round(time.monotonic() - t0, 3)}
             console.print(f"  [green]✓[/green] {spec.name} healthy on 127.0.0.1:{spec.port}")
@@ -207,7 +259,7 @@ def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, r
         console.print(f"  [green]✓[/green] stack check: {s['ok']}/{s['sandboxes']} sandboxes ok in {s['seconds']} s")
         if s["ok"] != s["sandboxes"]:
             code = 1
-        if cfg.job.enabled and code == 0 and model_dir is not None:
+        if cfg.job.enabled and code == 0:
             from ale.job.pipeline import DefaultJob, Endpoints
             from ale.job.report import render_funnel, render_table
 
@@ -245,4 +297,9 @@ def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, r
         if not keep:
             stack.stop_all()
     console.print(f"report: {run_dir / 'report.json'}")
+    if keep and stack.services:
+        # The API key is in a 0600 file, not on the screen or any command line: `ale env` prints it.
+        console.print('services left running: [bold]eval "$(ale env)"[/bold] sets ALE_ROCK_ADDRESS and '
+                      "ALE_ROCK_API_KEY for clients (ale-rock sandbox ls, …); [bold]ale down[/bold] stops them",
+                      soft_wrap=True)
     return code
