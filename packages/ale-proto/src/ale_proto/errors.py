@@ -283,6 +283,26 @@ class EnvNotFound(NotFound):
     """Unknown environment id or handle."""
 
 
+class InvalidAction(InvalidArgument):
+    """An environment request field is invalid (oversize action, bad kwargs)."""
+
+
+class EpisodeNotActive(FailedPrecondition):
+    """A step before reset or after the episode ended."""
+
+
+class EnvDeadlineExceeded(DeadlineExceeded):
+    """A step timed out or the episode's wall-clock budget ran out (the environment was reclaimed)."""
+
+
+class EnvUnavailable(Unavailable):
+    """The environment service or a dependency is down; retrying later may work."""
+
+
+class CapacityExceeded(ResourceExhausted):
+    """The environment server holds its maximum number of environments."""
+
+
 class SandboxStartFailed(FailedPrecondition):
     """The sandbox reached FAILED instead of RUNNING (raised by the SDK's ``create``)."""
 
@@ -300,7 +320,10 @@ _PER_CODE: dict[ErrorCode, type[AleError]] = {
 }
 _BY_NAME: dict[str, type[AleError]] = {
     cls.__name__: cls
-    for cls in (*_PER_CODE.values(), SandboxNotFound, FileNotFound, EnvNotFound, SandboxStartFailed, ChecksumMismatch)
+    for cls in (
+        *_PER_CODE.values(), SandboxNotFound, FileNotFound, SandboxStartFailed, ChecksumMismatch,
+        EnvNotFound, InvalidAction, EpisodeNotActive, EnvDeadlineExceeded, EnvUnavailable, CapacityExceeded,
+    )
 }
 
 PATH_FIELDS = frozenset({"path", "header.path", "remote_path", "cwd", "spec.cwd"})

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
-from ale_proto.errors import error_from_rpc
+from ale_proto.errors import DeadlineExceeded, Unavailable, error_from_rpc, has_error_detail
 from ale_proto.v1 import env_pb2, env_pb2_grpc
 
 from ale_rock.envs.convert import from_struct, step_from_pb, to_struct
 from ale_rock.envs.core import StepResult
-from ale_rock.envs.errors import EnvError
+from ale_rock.envs.errors import EnvDeadlineExceeded, EnvError, EnvUnavailable
 from ale_rock.grpc_options import channel_options
 
 _CHANNEL_OPTIONS = channel_options(
@@ -27,7 +27,12 @@ _CHANNEL_OPTIONS = channel_options(
 
 def typed_error(err: grpc.RpcError) -> EnvError:
     """The :class:`EnvError` subclass a failed call stands for."""
-    return error_from_rpc(err)
+    error = error_from_rpc(err)
+    if not has_error_detail(err):  # the transport's own failure (deadline, connection): an env's
+        finer = {DeadlineExceeded: EnvDeadlineExceeded, Unavailable: EnvUnavailable}.get(type(error))
+        if finer is not None:
+            return finer(error.message, error.field, error.metadata)
+    return error
 
 
 def _make_request(

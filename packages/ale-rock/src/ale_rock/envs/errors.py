@@ -2,35 +2,26 @@
 
 The EnvService sends each error's ``ErrorDetail`` (its class named); the client rebuilds the same
 class, so trainer code catches :class:`SandboxLost` whether the environment ran in-process or
-behind the EnvService, and whether the sandbox SDK or the env layer noticed the loss.
+behind the EnvService, and whether the sandbox SDK or the env layer noticed the loss. Each env
+class refines its code's class (``InvalidAction`` is an ``InvalidArgument``...).
 """
 
 from __future__ import annotations
 
 from ale_proto.errors import (
     AleError,
-    DeadlineExceeded,
+    CapacityExceeded,
+    EnvDeadlineExceeded,
     EnvNotFound,
-    FailedPrecondition,
-    InvalidArgument,
-    ResourceExhausted,
+    EnvUnavailable,
+    EpisodeNotActive,
+    InvalidAction,
     SandboxLost,
-    Unavailable,
     class_for_code,
 )
 
 EnvError = AleError
 """Base of every environment error (the one base class)."""
-InvalidAction = InvalidArgument
-"""A request field is invalid (oversize action, bad kwargs)."""
-EpisodeNotActive = FailedPrecondition
-"""Step before reset or after the episode ended."""
-EnvDeadlineExceeded = DeadlineExceeded
-"""A step timed out or the episode's wall-clock budget ran out (the env was reclaimed)."""
-EnvUnavailable = Unavailable
-"""The service or a dependency is down; retrying later may work."""
-CapacityExceeded = ResourceExhausted
-"""The server holds its maximum number of environments."""
 
 __all__ = [
     "CapacityExceeded", "EnvDeadlineExceeded", "EnvError", "EnvNotFound", "EnvUnavailable", "EpisodeNotActive",
@@ -39,5 +30,5 @@ __all__ = [
 
 
 def error_class(code: int) -> type[EnvError]:
-    """The exception class for an ``ErrorCode``."""
+    """The exception class for an ``ErrorCode`` (its code's class; the server names finer ones)."""
     return class_for_code(code)
