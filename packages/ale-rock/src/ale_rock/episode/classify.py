@@ -86,36 +86,28 @@ def first_call_error(records: Sequence[Any]) -> EpisodeError | None:
 
 def classify_exception(e: BaseException, phase: str) -> EpisodeError:
     """An exception raised by a phase, as a typed error."""
-    from ale_rock.envs.errors import (
-        CapacityExceeded,
-        EnvDeadlineExceeded,
-        EnvNotFound,
-        EnvUnavailable,
-        EpisodeNotActive,
-        InvalidAction,
-        SandboxLost,
-    )
+    from ale_rock.envs import errors as env
     from ale_rock.sdk import errors as sdk
     from ale_rock.sdk.model_proxy import ProxyError
 
     if isinstance(e, EpisodeError):
         return e
     msg = f"{type(e).__name__}: {e}"
-    if isinstance(e, SandboxLost | sdk.SandboxLost | sdk.SandboxNotFound):
+    if isinstance(e, sdk.SandboxLost | sdk.SandboxNotFound):
         return EpisodeError(ErrorKind.SANDBOX_LOST, msg, phase)
     if isinstance(e, ProxyError):
         return EpisodeError(ErrorKind.PROXY_FAILED, msg, phase)
     # The env layer refused the request (one hierarchy with the SDK's errors): not the sandbox's fault.
-    env_refused = isinstance(e, EnvNotFound | InvalidAction | EpisodeNotActive | EnvDeadlineExceeded)
+    env_refused = isinstance(e, env.EnvNotFound | env.InvalidAction | env.EpisodeNotActive | env.EnvDeadlineExceeded)
     if phase == "setup":
         from ale_rock.tasks.evaluate import TaskPhaseError
 
         if isinstance(e, TaskPhaseError) or env_refused:
             return EpisodeError(ErrorKind.SETUP_FAILED, msg, phase)
-        if isinstance(e, sdk.SandboxError | CapacityExceeded | EnvUnavailable | OSError):
+        if isinstance(e, sdk.SandboxError | OSError):
             return EpisodeError(ErrorKind.SANDBOX_UNAVAILABLE, msg, phase)
         return EpisodeError(ErrorKind.SETUP_FAILED, msg, phase)
-    if not env_refused and isinstance(e, sdk.Unavailable | sdk.FailedPrecondition | EnvUnavailable):
+    if not env_refused and isinstance(e, sdk.Unavailable | sdk.FailedPrecondition):
         return EpisodeError(ErrorKind.SANDBOX_LOST, msg, phase)
     if phase == "verify":
         return EpisodeError(ErrorKind.VERIFIER_FAILED, msg, phase)
