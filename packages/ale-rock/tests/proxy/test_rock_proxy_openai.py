@@ -30,26 +30,29 @@ TOOLS = [
 TOOL_TEXT = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
 
 
-def _stub(srv: Any) -> Any:
+def stub_of(srv: Any) -> Any:
+    """A ModelProxyService stub on the proxy's gRPC address."""
     return model_proxy_pb2_grpc.ModelProxyServiceStub(grpc.insecure_channel(srv.grpc_address))
 
 
 def open_episode(
-    srv: Any, episode_id: str, target: str, *, sandbox: str = "sb-1", kind: int = 1, max_calls: int = 0
+    srv: Any, episode_id: str, target: str, *, sandbox: str = "sb-1", kind: int = 1, max_calls: int = 0,
+    model: str = "tiny",
 ) -> Any:
+    """OpenEpisode on ``srv`` (the proxy tests' one helper; ``kind`` 1 is the InferenceService)."""
     req = model_proxy_pb2.OpenEpisodeRequest(
         episode_id=episode_id,
         sandbox_id=sandbox,
         upstream=kind,
         upstream_target=target,
-        model="tiny",
+        model=model,
         max_calls=max_calls,
     )
-    return _stub(srv).OpenEpisode(req, timeout=10)
+    return stub_of(srv).OpenEpisode(req, timeout=10)
 
 
 def close_and_collect(srv: Any, episode_id: str) -> list[CallRecord]:
-    stub = _stub(srv)
+    stub = stub_of(srv)
     stub.CloseEpisode(model_proxy_pb2.CloseEpisodeRequest(episode_id=episode_id), timeout=10)
     stream = stub.SubscribeCalls(model_proxy_pb2.SubscribeCallsRequest(episode_id=episode_id), timeout=10)
     return [CallRecord.from_pb(m.call) for m in stream]

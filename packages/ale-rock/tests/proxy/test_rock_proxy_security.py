@@ -9,8 +9,10 @@ import grpc
 import httpx
 import pytest
 from ale_proto.errors import error_detail_of
-from ale_proto.v1 import common_pb2, model_proxy_pb2, model_proxy_pb2_grpc
+from ale_proto.v1 import common_pb2, model_proxy_pb2
 from ale_rock.proxy.http import SANDBOX_HEADER
+
+from .test_rock_proxy_openai import open_episode, stub_of
 
 openai = pytest.importorskip("openai")
 
@@ -25,16 +27,10 @@ def proxy() -> Any:
 
 
 def _open(srv: Any, episode_id: str, target: str, sandbox: str, **kw: Any) -> Any:
-    stub = model_proxy_pb2_grpc.ModelProxyServiceStub(grpc.insecure_channel(srv.grpc_address))
-    req = model_proxy_pb2.OpenEpisodeRequest(
-        episode_id=episode_id,
-        sandbox_id=sandbox,
-        upstream=model_proxy_pb2.UPSTREAM_KIND_OPENAI,
-        upstream_target=target,
-        model="m",
-        **kw,
-    )
-    return stub.OpenEpisode(req, timeout=10), stub
+    """An episode on the fake OpenAI upstream, model "m", and a stub for more calls."""
+    ep = open_episode(srv, episode_id, target, sandbox=sandbox, kind=model_proxy_pb2.UPSTREAM_KIND_OPENAI, model="m",
+                      **kw)
+    return ep, stub_of(srv)
 
 
 def test_a_credential_works_only_for_its_own_episode_and_sandbox(proxy: Any, openai_upstream: Any) -> None:
