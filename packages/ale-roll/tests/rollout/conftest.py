@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,3 +145,42 @@ def agent_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         host_proxy.stop(0)
         sandbox_proxy.stop(0)
         server.stop(grace=None)
+
+
+def _live_sandboxes(stack: Stack) -> list[Any]:
+    from ale_rock.sdk import Sandbox
+
+    return list(Sandbox.list(client=stack.cluster.client(), states=["pending", "running"]))
+
+
+@pytest.fixture(autouse=True)
+def _agent_stack_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test that uses the shared ``agent_stack`` leaves it as it found it: the engine's hook and
+    version reset, and no sandbox of the test still alive (deleted and waited for, so the worker's
+    capacity is whole again; one a test left is deleted and named in a warning). The next test then
+    starts from a clean stack instead of finding its creates refused or its kill target taken."""
+    import time
+
+    if "agent_stack" not in request.fixturenames:
+        yield
+        return
+    stack: Stack = request.getfixturevalue("agent_stack")
+    yield
+    stack.engine.on_call, stack.engine.version = None, POLICY_VERSION
+    from ale_rock.sdk import Sandbox
+
+    deadline = time.monotonic() + 5  # deletes the test made may still be landing
+    while (leaked := _live_sandboxes(stack)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for sb in leaked:
+        try:
+            Sandbox.connect(sb.id, client=stack.cluster.client()).delete()
+        except Exception:  # already gone between the list and the delete
+            pass
+    deadline = time.monotonic() + 30
+    while _live_sandboxes(stack):
+        assert time.monotonic() < deadline, f"sandboxes still alive 30 s after delete: {_live_sandboxes(stack)}"
+        time.sleep(0.05)
+    if leaked:
+        warnings.warn(f"{request.node.name} left {len(leaked)} sandbox(es) alive (deleted now): "
+                      f"{[(s.id, dict(s.labels)) for s in leaked]}", stacklevel=1)

@@ -170,7 +170,7 @@ def test_evaluate_only_runs_the_held_out_tasks(agent_stack: Any, tmp_path: Path)
     ctl = Controller(cfg, policy=policy)
     result = asyncio.run(ctl.evaluate_only())
     # The scripted policy only solves the sales task: the held-out task was played, twice, without errors.
-    assert result["eval/success"] == 0.0 and result["eval/errors"] == 0.0 and result["eval/reward"] < 1.0
+    assert result["eval/success"] == 0.0 and result["eval/errors"] == 0.0 and result["eval/reward"] < 1.0, result
     assert len(policy.inference.scripted.log) == 4  # two agent calls per episode
     assert ctl.agent_stack is None
 

@@ -65,10 +65,11 @@ async def _train(buffer: SampleBuffer, episode: Any, engine: Any, steps: int, ba
     return batches, sched
 
 
-def _assert_resampled(batches: list[list[Any]], sched: Any, buffer: SampleBuffer, killed_state: str) -> None:
+def _assert_resampled(batches: list[list[Any]], sched: Any, buffer: SampleBuffer, killed_state: str,
+                      errors: list[str]) -> None:
     flat = [t for b in batches for t in b]
     # Filtered and resampled: one rollout raised, nothing was given up, every issued state came back.
-    assert sched.stats.rejected == {ROLLOUT_EXCEPTION: 1}
+    assert sched.stats.rejected == {ROLLOUT_EXCEPTION: 1}, f"rollouts that raised: {errors}"
     assert sched.stats.exhausted == 0 and sum(buffer.dropped.values()) == 0
     assert sched.stats.accepted == len(flat) == buffer.consumed
     assert sorted(t.initial_state_id for t in flat) == sorted(f"state-{k}" for k in range(len(flat)))
@@ -94,9 +95,15 @@ def test_agent_native_sandbox_killed_mid_episode_is_resampled(agent_stack: Any) 
                                policy_version=lambda: stack.engine.policy_version)
     buffer = SampleBuffer(BufferConfig(async_ratio=0, group_size=1), version=stack.engine.policy_version)
 
+    errors: list[str] = []  # what each failed rollout raised, for the failure message
+
     async def episode(entry: FrontierEntry) -> Any:
-        return await runner.run(seed=entry.seed, initial_state_id=entry.initial_state_id,
-                                group_id=entry.group_id, episode_id=entry.episode_id)
+        try:
+            return await runner.run(seed=entry.seed, initial_state_id=entry.initial_state_id,
+                                    group_id=entry.group_id, episode_id=entry.episode_id)
+        except Exception as e:
+            errors.append(f"{entry.initial_state_id}: {type(e).__name__}: {e}")
+            raise
 
     start_version = stack.engine.policy_version
     try:
@@ -105,7 +112,7 @@ def test_agent_native_sandbox_killed_mid_episode_is_resampled(agent_stack: Any) 
         stack.engine.on_call = None
         stack.engine.version = start_version  # the stack is shared with other tests
     assert len(killer.killed) == 1
-    _assert_resampled(batches, sched, buffer, "state-1")
+    _assert_resampled(batches, sched, buffer, "state-1", errors)
     flat = {t.initial_state_id: t for b in batches for t in b}
     # The kept state-1 trajectory came from a fresh sandbox, not the killed one.
     assert flat["state-1"].metadata["sandbox_id"] != killer.killed[0]
@@ -140,13 +147,15 @@ def test_gem_terminal_env_sandbox_killed_mid_episode_is_resampled(agent_stack: A
                            generator, fmt, PARAMS, max_turns=4, env_timeout_s=60)
     buffer = SampleBuffer(BufferConfig(async_ratio=0, group_size=1), version=engine.policy_version)
     killed_state: dict[str, str] = {}
+    errors: list[str] = []  # what each failed rollout raised, for the failure message
 
     async def episode(entry: FrontierEntry) -> Any:
         try:
             return await runner.run(seed=entry.seed, initial_state_id=entry.initial_state_id,
                                     group_id=entry.group_id, episode_id=entry.episode_id)
-        except Exception:
+        except Exception as e:
             killed_state.setdefault("state", entry.initial_state_id)
+            errors.append(f"{entry.initial_state_id}: {type(e).__name__}: {e}")
             raise
 
     async def main() -> tuple[list[list[Any]], Any]:
@@ -157,6 +166,6 @@ def test_gem_terminal_env_sandbox_killed_mid_episode_is_resampled(agent_stack: A
 
     batches, sched = asyncio.run(main())
     assert len(killer.killed) == 1 and "state" in killed_state
-    _assert_resampled(batches, sched, buffer, killed_state["state"])
+    _assert_resampled(batches, sched, buffer, killed_state["state"], errors)
     for traj in (t for b in batches for t in b):
         assert len(traj.turns) == 2 and not traj.metadata["truncated"]  # bash, then submit
