@@ -1,5 +1,4 @@
-"""The sandbox lifecycle: admission, placement, the state machine, TTL/idle cleanup, and what the
-workers' reports (registrations, heartbeats, losses) mean for the sandboxes placed on them.
+"""The sandbox lifecycle: admission, placement, the state machine, and TTL/idle cleanup.
 
 All methods run on the Admin's event loop; admission + placement + insert happen without an
 ``await`` in between, so concurrent creates cannot overshoot a quota.
@@ -71,7 +70,6 @@ class SandboxLifecycle:
         self._store: Store = records.store
         self._starts: dict[str, asyncio.Task[None]] = {}
         self._stopping: set[str] = set()  # stops in flight (a FAILED heartbeat must not win)
-        self._reconciling: set[str] = set()
         self._cleaning: set[str] = set()
         self._last_active: dict[str, float] = {}
 
@@ -267,66 +265,20 @@ class SandboxLifecycle:
     def update_spec(self, sandbox_id: str, spec: dict[str, Any]) -> None:
         self.records.update(sandbox_id, spec=json.dumps(spec))
 
-    # -- what workers report -----------------------------------------------------------------
-    def keep_on_register(self, worker_id: str, running: list[str]) -> list[str]:
-        """A worker (re)joined reporting ``running``: returns the sandbox ids it should keep; the
-        live ones it no longer has become LOST."""
-        reported = set(running)
-        keep = []
-        for rec in self._store.list_sandboxes(worker_id=worker_id, states=ALIVE_ON_WORKER):
-            # stopped sandboxes have no processes to report; their files are the worker's to keep
-            if rec.id in reported or rec.id in self._starts or rec.state == State.STOPPED:
-                keep.append(rec.id)
-            else:
-                self.transition(rec.id, State.LOST, f"worker {worker_id} restarted without it")
-        return keep
+    # -- what the reconciler asks -----------------------------------------------------------
+    def on_worker(self, worker_id: str) -> list[SandboxRecord]:
+        """The sandboxes this Admin wants to exist on ``worker_id`` (pending, running, stopped)."""
+        return self._store.list_sandboxes(worker_id=worker_id, states=ALIVE_ON_WORKER)
 
-    def apply_statuses(self, worker_id: str, statuses: list[tuple[str, State, str]]) -> None:
-        """A heartbeat's sandbox statuses: failures fail running sandboxes (unless a stop is in
-        flight); sandboxes this Admin does not want there are removed from the worker."""
-        for sid, state, message in statuses:
-            rec = self.records.peek(sid)
-            if not self._live_on(worker_id, sid, rec):
-                self._reconcile(worker_id, sid)
-                continue
-            if rec is None or rec.state != State.RUNNING or sid in self._stopping:
-                continue  # the Admin drives every other transition (a stop in flight records its own)
-            if state == State.FAILED:
-                self.transition(sid, State.FAILED, message or "its processes died")
-            elif state == State.STOPPED:
-                # Only an Admin's StopSandbox stops a sandbox on its worker: this stop's result was
-                # never recorded (the Admin was killed while the worker stopped it).
-                self.transition(sid, State.STOPPED, "stopped on its worker while the admin was away")
+    def is_starting(self, sandbox_id: str) -> bool:
+        return sandbox_id in self._starts
 
-    def lose_sandboxes(self, worker_id: str, reason: str) -> None:
-        """A lost worker's grace is over: its sandboxes become LOST."""
-        for rec in self._store.list_sandboxes(worker_id=worker_id, states=ALIVE_ON_WORKER):
-            self.transition(rec.id, State.LOST, reason)
+    def is_stopping(self, sandbox_id: str) -> bool:
+        """A stop is in flight: its own transition, not a report, decides the state."""
+        return sandbox_id in self._stopping
 
-    def _live_on(self, worker_id: str, sandbox_id: str, rec: SandboxRecord | None) -> bool:
-        """Whether this Admin wants ``sandbox_id`` to exist on ``worker_id``."""
-        if sandbox_id in self._starts:
-            return True
-        return rec is not None and rec.worker_id == worker_id and rec.state in ALIVE_ON_WORKER
-
-    def _reconcile(self, worker_id: str, sandbox_id: str) -> None:
-        """A worker holds a sandbox this Admin does not consider live (it failed, was deleted or
-        forgotten while the Admin was down — a kill -9 mid-create): remove it from the worker."""
-        if sandbox_id in self._reconciling or sandbox_id in self._cleaning:
-            return
-        self._reconciling.add(sandbox_id)
-
-        async def remove() -> None:
-            try:
-                await self.workers.client(worker_id).remove(sandbox_id, timeout=60)
-                log.info("removed a sandbox the admin does not hold", extra={"sandbox_id": sandbox_id,
-                                                                              "worker_id": worker_id})
-            except (WorkerCallError, AdminError) as e:
-                log.warning("reconcile failed", extra={"sandbox_id": sandbox_id, "detail": str(e)})
-            finally:
-                self._reconciling.discard(sandbox_id)
-
-        self._tasks.spawn(remove())
+    def is_cleaning(self, sandbox_id: str) -> bool:
+        return sandbox_id in self._cleaning
 
     # -- cleanup -----------------------------------------------------------------------------
     def expire(self) -> None:

@@ -3,7 +3,8 @@
 Each part has one job — :class:`~ale_rock.admin.worker_registry.WorkerRegistry` (registration,
 heartbeats, lost workers), :class:`~ale_rock.admin.lifecycle.SandboxLifecycle` (sandbox states),
 :class:`~ale_rock.admin.feed.ChangeFeed` (watch fan-out), :class:`~ale_rock.admin.records.Records`
-(the store and its cache) — and this class wires a worker event to what it means for sandboxes.
+(the store and its cache), :class:`~ale_rock.admin.reconcile.Reconciler` (what worker reports mean
+for their sandboxes) — and this class wires each worker event to the parts it concerns.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from ale_rock.admin.config import AdminConfig
 from ale_rock.admin.feed import Change, ChangeFeed
 from ale_rock.admin.lifecycle import CreateRequest, SandboxLifecycle
+from ale_rock.admin.reconcile import Reconciler
 from ale_rock.admin.records import Records
 from ale_rock.admin.state import State
 from ale_rock.admin.store import SandboxRecord, Store, WorkerRecord
@@ -36,7 +38,9 @@ class SandboxManager:
         self.tasks = Tasks()
         self.workers = WorkerRegistry(config, store, client_factory, self.tasks)
         self.feed = ChangeFeed()
-        self.sandboxes = SandboxLifecycle(config, Records(store), self.workers, self.feed, self.tasks)
+        records = Records(store)
+        self.sandboxes = SandboxLifecycle(config, records, self.workers, self.feed, self.tasks)
+        self.reconciler = Reconciler(self.sandboxes, records, self.workers, self.tasks)
         self.port = config.port
         """The port this Admin serves on (set once bound)."""
 
@@ -68,7 +72,7 @@ class SandboxManager:
     def register_worker(self, w: WorkerRecord, running: list[str]) -> list[str]:
         """Record a (re)joining worker; returns the sandbox ids it should keep."""
         self.workers.register(w)
-        keep = self.sandboxes.keep_on_register(w.id, running)
+        keep = self.reconciler.keep_on_register(w.id, running)
         log.info("worker registered", extra={"worker_id": w.id, "address": w.address, "keep": len(keep)})
         return keep
 
@@ -76,7 +80,7 @@ class SandboxManager:
         """Record a heartbeat; False when the worker is unknown or was declared lost."""
         if not self.workers.heartbeat(worker_id):
             return False
-        self.sandboxes.apply_statuses(worker_id, statuses)
+        self.reconciler.apply_statuses(worker_id, statuses)
         return True
 
     def deregister_worker(self, worker_id: str) -> None:
@@ -85,7 +89,7 @@ class SandboxManager:
             self._lose(worker_id)
 
     def _lose(self, worker_id: str) -> None:
-        self.sandboxes.lose_sandboxes(worker_id, self.workers.end_grace(worker_id))
+        self.reconciler.lose_sandboxes(worker_id, self.workers.end_grace(worker_id))
 
     # -- sandboxes ---------------------------------------------------------------------------
     def get(self, namespace: str, sandbox_id: str) -> SandboxRecord:
