@@ -23,11 +23,12 @@ MAX_PATH = 4096
 # gRPC clients refuse messages over 4 MiB by default: keep every download chunk (data + framing)
 # below, so a client with default settings can stream any file.
 _MAX_PAYLOAD = (4 << 20) - 1024
-# ReadFile returns what the contract says: up to 4 MiB (the Admin's limit on ``limit`` too); a
-# larger ``limit`` is refused by name instead of clamped silently. A full 4 MiB response is a few
-# bytes over gRPC's default receive limit: docs/clients.md says to raise it.
+# ReadFile: an explicit ``limit`` may be up to 4 MiB (the Admin's limit too); a larger one is
+# refused by name instead of clamped silently. ``limit`` 0 reads 4 MiB - 1 KiB, so that the reply
+# (data + framing) fits a client left at gRPC's default 4 MiB receive limit; a full 4 MiB read
+# is a few bytes over it (docs/clients.md).
 MAX_READ_LIMIT = 4 << 20
-DEFAULT_READ_LIMIT = MAX_READ_LIMIT
+DEFAULT_READ_LIMIT = _MAX_PAYLOAD
 # UploadFile: "at most 1 MiB per message" (the SDK sends 1 MiB chunks); larger ones are refused.
 MAX_UPLOAD_CHUNK = 1 << 20
 DEFAULT_CHUNK = 1 << 20
