@@ -27,6 +27,9 @@ def _sdk() -> Any:
     return sdk
 
 
+_ERRNO_BY_NAME = {name: number for number, name in errno.errorcode.items()}
+
+
 def _os_error(err: Exception, path: str) -> OSError:
     """Map the SDK's typed errors to the OSErrors tools already handle.
 
@@ -37,8 +40,8 @@ def _os_error(err: Exception, path: str) -> OSError:
     message = getattr(err, "message", str(err))
     if isinstance(err, errors.FileNotFound):
         return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    number = getattr(errno, getattr(err, "metadata", {}).get("errno", ""), 0)
-    if number:
+    number = _ERRNO_BY_NAME.get(getattr(err, "metadata", {}).get("errno", ""))
+    if number is not None:
         return OSError(number, os.strerror(number), path)
     if isinstance(err, errors.PermissionDenied):
         return PermissionError(errno.EACCES, message, path)
