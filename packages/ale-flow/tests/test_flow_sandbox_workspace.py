@@ -197,12 +197,12 @@ def test_local_and_sandbox_shells_return_the_same_text(sws, tmp_path):
 def test_sandbox_errors_map_to_os_errors_by_type(sws):
     """The SDK's typed errors (and the errno the Rocklet names) become the OSErrors tools handle."""
     sws.write_bytes("d/f.txt", b"x")
-    for call, expected in (
+    for attempt, expected in (
         (lambda: sws.read_bytes("missing.txt"), FileNotFoundError),
         (lambda: sws.list_dir("missing"), FileNotFoundError),
         (lambda: sws.read_bytes("d"), IsADirectoryError),
         (lambda: sws.list_dir("d/f.txt"), NotADirectoryError),
     ):
         with pytest.raises(expected) as e:
-            call()
+            attempt()
         assert type(e.value) is expected  # the builtin, not the SDK's class

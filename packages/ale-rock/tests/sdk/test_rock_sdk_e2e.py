@@ -114,7 +114,6 @@ def test_blocking_sdk_on_the_blocking_stack_alongside_the_asyncio_one(cluster: L
     """The blocking SDK talks gRPC's blocking stack (an interceptor on its channel sees each call,
     one RPC per operation); the asyncio SDK sees and changes the same sandbox."""
     from ale_proto.v1 import sandbox_pb2_grpc
-    from ale_rock import Client
     from ale_rock.sdk.errors import SandboxNotFound
 
     calls: list[str] = []
