@@ -121,7 +121,10 @@ def test_blocking_and_asyncio_sdks_are_one_set_of_operations() -> None:
             a, s = inspect.getattr_static(async_cls, name), inspect.getattr_static(sync_cls, name)
             a, s = getattr(a, "__func__", a), getattr(s, "__func__", s)
             assert a.__wrapped__ is s.__wrapped__, name  # both wrap the same operation of sdk/ops.py
-            assert inspect.signature(getattr(async_cls, name)) == inspect.signature(getattr(sync_cls, name)), name
+            params = [inspect.signature(getattr(c, name)).parameters for c in (async_cls, sync_cls)]
+            assert params[0] == params[1], name
+    assert str(inspect.signature(Sandbox.exec_stream).return_annotation) == "Iterator[t.ExecEvent]"
+    assert str(inspect.signature(AsyncSandbox.read).return_annotation) == "bytes"
 
 
 def test_a_failed_step_runs_the_operation_cleanup_on_both_stacks() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
 from dataclasses import dataclass
@@ -129,45 +130,55 @@ async def adrive(op: Op[R]) -> R:
     return await _run(op, _asyncio_perform)
 
 
+def _documented(method: Any, op: Callable[..., Any], result: str) -> Any:
+    """``method`` shows ``op``'s name, doc and parameters, with the result it really has (``help()``).
+
+    ``result`` formats the type inside the operation's ``Op[...]``/``Stream[...]``, e.g. "Iterator[{}]".
+    """
+    functools.update_wrapper(method, op)
+    sig = inspect.signature(op)
+    inner = str(sig.return_annotation)
+    if "[" in inner:
+        inner = inner[inner.index("[") + 1 : -1]
+    method.__signature__ = sig.replace(return_annotation=result.format(inner))
+    return method
+
+
 def blocking(op: Callable[P, Op[R]]) -> Callable[P, R]:
     """The blocking method of an operation."""
 
-    @functools.wraps(op)
     def method(*args: P.args, **kwargs: P.kwargs) -> R:
         return drive(op(*args, **kwargs))
 
-    return method
+    return _documented(method, op, "{}")  # type: ignore[no-any-return]
 
 
 def awaitable(op: Callable[P, Op[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
     """The asyncio method of an operation."""
 
-    @functools.wraps(op)
     async def method(*args: P.args, **kwargs: P.kwargs) -> R:
         return await adrive(op(*args, **kwargs))
 
-    return method
+    return _documented(method, op, "{}")  # type: ignore[no-any-return]
 
 
 def iterating(op: Callable[P, Stream[T]]) -> Callable[P, Iterator[T]]:
     """The blocking method of a streaming operation (a generator)."""
 
-    @functools.wraps(op)
     def method(*args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
         s = op(*args, **kwargs)
         for item in s.client.stream(s.method, s.request, s.timeout):
             yield s.convert(item)
 
-    return method
+    return _documented(method, op, "Iterator[{}]")  # type: ignore[no-any-return]
 
 
 def aiterating(op: Callable[P, Stream[T]]) -> Callable[P, AsyncIterator[T]]:
     """The asyncio method of a streaming operation (an async generator)."""
 
-    @functools.wraps(op)
     async def method(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
         s = op(*args, **kwargs)
         async for item in s.client.stream(s.method, s.request, s.timeout):
             yield s.convert(item)
 
-    return method
+    return _documented(method, op, "AsyncIterator[{}]")  # type: ignore[no-any-return]
