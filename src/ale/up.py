@@ -215,6 +215,8 @@ def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, r
     from rich.console import Console
 
     console = Console(file=sys.stdout)  # bound now: `quietly` moves sys.stdout for library output only
+    # No library progress bars (model loads) between the live display's lines; read at import.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         cfg = load_config(config, overrides)
     except ConfigError as e:  # before any run directory exists: `runs/latest` is left alone
