@@ -10,7 +10,7 @@ from __future__ import annotations
 from ale_rock.sdk import ops
 from ale_rock.sdk import types as t
 from ale_rock.sdk.client import AsyncClient
-from ale_rock.sdk.steps import aiterating, awaitable
+from ale_rock.sdk.steps import Asyncio, aiterating, awaitable, constructor
 
 
 class AsyncSession(ops.SessionState):
@@ -30,7 +30,7 @@ class AsyncSession(ops.SessionState):
         await self.close()
 
 
-class AsyncSandbox(ops.SandboxState):
+class AsyncSandbox(ops.SandboxState, Asyncio):
     """A sandbox managed by an Admin. Use :meth:`create` or :meth:`connect`; a context manager
     deletes it on exit."""
 
@@ -38,8 +38,8 @@ class AsyncSandbox(ops.SandboxState):
     _client_class = AsyncClient
     _session_class = AsyncSession
 
-    create = classmethod(awaitable(ops.create))
-    connect = classmethod(awaitable(ops.connect))
+    create = constructor(ops.create)
+    connect = constructor(ops.connect)
     list = classmethod(awaitable(ops.list_sandboxes))
     watch = staticmethod(aiterating(ops.watch))
     _release = awaitable(ops.release)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ale_rock.sdk import ops
 from ale_rock.sdk import types as t
 from ale_rock.sdk.client import Client
-from ale_rock.sdk.steps import blocking, drive, iterating
+from ale_rock.sdk.steps import Blocking, blocking, constructor, drive, iterating
 
 
 class Session(ops.SessionState):
@@ -30,7 +30,7 @@ class Session(ops.SessionState):
         self.close()
 
 
-class Sandbox(ops.SandboxState):
+class Sandbox(ops.SandboxState, Blocking):
     """A sandbox managed by an Admin. Use :meth:`create` or :meth:`connect`; a context manager
     deletes it on exit."""
 
@@ -38,8 +38,8 @@ class Sandbox(ops.SandboxState):
     _client_class = Client
     _session_class = Session
 
-    create = classmethod(blocking(ops.create))
-    connect = classmethod(blocking(ops.connect))
+    create = constructor(ops.create)
+    connect = constructor(ops.connect)
     list = classmethod(blocking(ops.list_sandboxes))
     watch = staticmethod(iterating(ops.watch))
     _release = blocking(ops.release)

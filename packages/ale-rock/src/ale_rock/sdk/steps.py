@@ -16,13 +16,26 @@ import asyncio
 import functools
 import inspect
 import time
+import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
+
+
+class Blocking:
+    """Base of the blocking SDK's classes (their operations run on gRPC's blocking stack)."""
+
+
+class Asyncio:
+    """Base of the asyncio SDK's classes (their operations are coroutines on ``grpc.aio``)."""
+
+
+SB = TypeVar("SB", bound=Blocking)
+SA = TypeVar("SA", bound=Asyncio)
 
 
 @dataclass(frozen=True)
@@ -182,3 +195,26 @@ def aiterating(op: Callable[P, Stream[T]]) -> Callable[P, AsyncIterator[T]]:
             yield s.convert(item)
 
     return _documented(method, op, "AsyncIterator[{}]")  # type: ignore[no-any-return]
+
+
+class constructor(Generic[P]):  # noqa: N801 - used like classmethod
+    """A class-level operation returning an instance of the class it is called on (``create``,
+    ``connect``): blocking on a :class:`Blocking` class, a coroutine on an :class:`Asyncio` one.
+
+    A descriptor rather than ``classmethod(blocking(op))`` so that type checkers see
+    ``Sandbox.create(...) -> Sandbox`` and ``AsyncSandbox.create(...) -> Coroutine[..., AsyncSandbox]``.
+    """
+
+    def __init__(self, op: Callable[Concatenate[Any, P], Op[Any]]) -> None:
+        self._blocking = blocking(op)
+        self._asyncio = awaitable(op)
+        functools.update_wrapper(self, op)  # type: ignore[arg-type]
+
+    @overload
+    def __get__(self, obj: object, owner: type[SB]) -> Callable[P, SB]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type[SA]) -> Callable[P, Coroutine[Any, Any, SA]]: ...
+
+    def __get__(self, obj: object, owner: type[Any]) -> Any:
+        return types.MethodType(self._asyncio if issubclass(owner, Asyncio) else self._blocking, owner)
