@@ -91,7 +91,9 @@ def test_up_keep_status_down_leaves_nothing(ale_env: dict[str, str], runs_root: 
 def test_bad_override_is_a_clear_error(ale_env: dict[str, str]) -> None:
     r = run_ale("up", "smoke.sandboxez=2", env=ale_env, timeout=60)
     assert r.returncode == 2
-    assert "smoke.sandboxez" in r.stdout
+    # One line on stderr (errors go there) that names the key, and no run directory made.
+    assert "smoke.sandboxez" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert not (Path(ale_env["ALE_RUNS"]) / "latest").exists()
 
 
 def test_status_without_a_run(ale_env: dict[str, str]) -> None:
