@@ -148,10 +148,10 @@ class SandboxLifecycle:
                 return await self._maybe_wait(existing, wait)
         quotas.admit(
             req.namespace, req.cpu_millis, req.memory_bytes, self.config.quota_for(req.namespace),
-            self._store.usage(namespace=req.namespace), self._store.usage().sandboxes,
+            self.records.usage(namespace=req.namespace), self.records.usage().sandboxes,
             self.config.max_concurrent_sandboxes,
         )
-        allocated = {w.id: self._store.usage(worker_id=w.id) for w in self.workers.live()}
+        allocated = self.records.usage_by_worker()
         demand = Demand(req.cpu_millis, req.memory_bytes, req.backend, req.gpus, image=bool(req.spec.get("image")))
         worker = pick_worker(self.workers.records(), allocated, demand)
         now = time.time()

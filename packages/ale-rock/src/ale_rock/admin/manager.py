@@ -43,10 +43,13 @@ class SandboxManager:
         self.reconciler = Reconciler(self.sandboxes, records, self.workers, self.tasks)
         self.port = config.port
         """The port this Admin serves on (set once bound)."""
+        self._protected: tuple[int, list[tuple[str, int]]] | None = None
+        """(port, egress_protected()) — dropped when a worker (re)registers or state is recovered."""
 
     def recover(self) -> None:
         """Rebuild in-memory state from the store after a (re)start."""
         self.workers.recover()
+        self._protected = None
         self.sandboxes.recover()
         log.info("recovered", extra={"workers": len(self.workers)})
 
@@ -61,17 +64,22 @@ class SandboxManager:
         return self.workers.live()
 
     def egress_protected(self) -> list[tuple[str, int]]:
-        """ALE services no egress rule may name: this Admin, every known worker, ``egress_denied``."""
+        """ALE services no egress rule may name: this Admin, every known worker, ``egress_denied``.
+        Every create validates against it: computed once per (port, set of workers)."""
+        if self._protected is not None and self._protected[0] == self.port:
+            return self._protected[1]
         out = [(h, self.port) for h in ("127.0.0.1", self.config.host, socket.gethostname()) if self.port]
         for address in [*self.config.egress_denied, *(w.address for w in self.workers.records())]:
             host, _, port = address.rpartition(":")
             if host and port.isdigit():
                 out.append((host.strip("[]"), int(port)))
+        self._protected = (self.port, out)
         return out
 
     def register_worker(self, w: WorkerRecord, running: list[str]) -> list[str]:
         """Record a (re)joining worker; returns the sandbox ids it should keep."""
         self.workers.register(w)
+        self._protected = None  # a new worker, or a new address
         keep = self.reconciler.keep_on_register(w.id, running)
         log.info("worker registered", extra={"worker_id": w.id, "address": w.address, "keep": len(keep)})
         return keep

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ale_rock.admin.errors import AdminError, Code
@@ -33,7 +34,7 @@ def _headroom(capacity: int, used: int, asked: int) -> float | None:
     return None if left < 0 else left / capacity
 
 
-def pick_worker(workers: list[WorkerRecord], allocated: dict[str, Usage], demand: Demand) -> WorkerRecord:
+def pick_worker(workers: list[WorkerRecord], allocated: Mapping[str, Usage], demand: Demand) -> WorkerRecord:
     """The best live worker for ``demand``.
 
     UNAVAILABLE with none alive (workers come and go: retry later). FAILED_PRECONDITION naming
@@ -71,10 +72,11 @@ def pick_worker(workers: list[WorkerRecord], allocated: dict[str, Usage], demand
             field="spec.resources.gpus",
         )
     best: tuple[float, WorkerRecord] | None = None
+    nothing = Usage()
     for w in able:
         if demand.gpus > w.gpus:
             continue
-        used = allocated.get(w.id, Usage())
+        used = allocated.get(w.id, nothing)
         if w.max_sandboxes and used.sandboxes + 1 > w.max_sandboxes:
             continue
         cpu = _headroom(w.cpu_millis, used.cpu_millis, demand.cpu_millis)

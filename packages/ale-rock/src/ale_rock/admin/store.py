@@ -143,6 +143,8 @@ class Store:
             _private(Path(path))
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
+        self.commits = 0
+        """Write transactions committed so far (the scale benchmark reports them per second)."""
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         self._db.execute("PRAGMA busy_timeout=5000")
@@ -158,6 +160,7 @@ class Store:
     def _write(self, sql: str, args: Iterable[Any] = ()) -> int:
         with self._lock:
             cur = self._db.execute(sql, tuple(args))  # autocommit: committed on return
+            self.commits += 1
             return cur.rowcount
 
     def _read(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
