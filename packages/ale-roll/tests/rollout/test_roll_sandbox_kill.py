@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -24,11 +25,16 @@ PARAMS = SamplingParams(max_tokens=2048, temperature=0.0)
 class Killer:
     """Engine hook: at the first model call whose prompt mentions ``marker``, delete one running
     sandbox labelled ``labels`` through the SDK (once). The call's episode is mid-way: set up, with
-    its agent waiting for this reply."""
+    its agent waiting for this reply.
 
-    def __init__(self, stack: Any, marker: str, labels: dict[str, str]) -> None:
-        self.stack, self.marker, self.labels = stack, marker, labels
+    It runs inside the engine's generate, on a batch other episodes share: it waits for the target
+    to be listed running instead of assuming it already is, and it never raises there (that would
+    fail every episode of the batch, not one); what went wrong is in ``problems`` for the test."""
+
+    def __init__(self, stack: Any, marker: str, labels: dict[str, str], wait_s: float = 15.0) -> None:
+        self.stack, self.marker, self.labels, self.wait_s = stack, marker, labels, wait_s
         self.killed: list[str] = []
+        self.problems: list[str] = []
         self.lock = threading.Lock()
 
     def __call__(self, prompt: str) -> None:
@@ -40,9 +46,17 @@ class Killer:
             if self.killed:
                 return
             client = self.stack.cluster.client()
-            running = Sandbox.list(client=client, labels=self.labels, states=["running"])
-            assert running, f"no running sandbox labelled {self.labels}"
-            Sandbox.connect(running[0].id, client=client).delete()
+            deadline = time.monotonic() + self.wait_s
+            try:
+                while not (running := Sandbox.list(client=client, labels=self.labels, states=["running"])):
+                    if time.monotonic() > deadline:
+                        self.problems.append(f"no running sandbox labelled {self.labels} within {self.wait_s:g} s")
+                        return
+                    time.sleep(0.05)
+                Sandbox.connect(running[0].id, client=client).delete()
+            except Exception as e:
+                self.problems.append(f"{type(e).__name__}: {e}")
+                return
             self.killed.append(running[0].id)
 
 
@@ -111,7 +125,7 @@ def test_agent_native_sandbox_killed_mid_episode_is_resampled(agent_stack: Any) 
     finally:
         stack.engine.on_call = None
         stack.engine.version = start_version  # the stack is shared with other tests
-    assert len(killer.killed) == 1
+    assert killer.problems == [] and len(killer.killed) == 1, killer.problems
     _assert_resampled(batches, sched, buffer, "state-1", errors)
     flat = {t.initial_state_id: t for b in batches for t in b}
     # The kept state-1 trajectory came from a fresh sandbox, not the killed one.
@@ -165,7 +179,7 @@ def test_gem_terminal_env_sandbox_killed_mid_episode_is_resampled(agent_stack: A
             await generator.close()
 
     batches, sched = asyncio.run(main())
-    assert len(killer.killed) == 1 and "state" in killed_state
+    assert killer.problems == [] and len(killer.killed) == 1 and "state" in killed_state, killer.problems
     _assert_resampled(batches, sched, buffer, killed_state["state"], errors)
     for traj in (t for b in batches for t in b):
         assert len(traj.turns) == 2 and not traj.metadata["truncated"]  # bash, then submit
