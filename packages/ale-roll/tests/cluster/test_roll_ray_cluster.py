@@ -79,7 +79,6 @@ def test_rl_run_with_roles_as_ray_actors_syncs_verified_weights_and_leaves_no_pr
     from ale_roll.engines.weight_sync import ProbeCheck, dedupe_tied, fingerprint
     from ale_roll.metrics import read_jsonl
     from ale_roll.trainer.controller import Controller
-    from ale_roll.trainer.step import set_lr
 
     temp_dir = tempfile.mkdtemp(prefix="ar-", dir="/tmp")  # short: Ray's socket paths live under it
     out = tmp_path / "run"
@@ -113,10 +112,9 @@ def test_rl_run_with_roles_as_ray_actors_syncs_verified_weights_and_leaves_no_pr
             assert sum(s["created"] for s in stats) > 2 * cfg.rollout.episodes_in_flight, stats
             assert sum(s["open"] for s in stats) <= cfg.rollout.episodes_in_flight, stats
             # What the SFT warm-up does to the optimizer works on the actor's optimizer.
-            assert set_lr(cluster.policy.train, 1e-3)
-            opt = cluster.policy.train.optimizer
-            assert opt is not None and opt.param_groups[0]["lr"] == 1e-3
-            opt.state.clear()
+            cluster.policy.train.set_lr(1e-3)
+            assert cluster.policy.train.get_lr() == 1e-3  # read back from the actor's optimizer
+            cluster.policy.train.reset_optimizer()
             spawned += [p for p in me.children(recursive=True) if p not in spawned]
 
         records = [r for r in read_jsonl(out / "metrics.jsonl") if "reward/mean" in r]

@@ -83,3 +83,51 @@ def test_cli_reports_config_errors_with_the_key(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["train", "-c", str(cfg_path)])
     assert result.exit_code == 2
     assert "rollout.batchsize" in result.output
+
+
+def test_one_sft_loop_trains_at_sft_lr_then_hands_over_the_rl_lr_and_fresh_moments(model_dir: Path) -> None:
+    # `sft_steps` is the loop of both `ale-roll sft` and the controller's warm-up before RL.
+    from ale_roll.config import SFTConfig
+    from ale_roll.engines.torch_engine import OptimConfig
+    from ale_roll.trainer.setup import Policy
+    from ale_roll.trainer.sft import sft_steps
+
+    model, tok = load_model(model_dir)
+    engine = TorchTrainEngine(model, OptimConfig(lr=1e-4))
+    policy = Policy(model_dir=model_dir, tokenizer=tok, train=engine, inference=None)  # type: ignore[arg-type]
+    lrs: list[float] = []
+    trajs = [_traj([15 + i, 2]) for i in range(4)]
+    metrics = sft_steps(policy, trajs, SFTConfig(steps=3, lr=3e-3, batch_size=2), seed=0, restore_lr=1e-4,
+                        on_step=lambda _s, _m: lrs.append(engine.get_lr()))
+    assert lrs == [3e-3] * 3 and metrics["train/tokens"] > 0 and engine.policy_version == 3
+    assert engine.get_lr() == 1e-4
+    # The next (RL) step is exactly a fresh optimizer's first step at the RL lr from these weights.
+    fresh = TorchTrainEngine(load_model(model_dir)[0], OptimConfig(lr=1e-4))
+    fresh.model.load_state_dict(engine.model.state_dict())
+    for e in (engine, fresh):
+        train_step(e, trajs[:2], "sft")
+    assert all(torch.equal(v, fresh.model.state_dict()[k]) for k, v in engine.model.state_dict().items())
+    engine.close()  # the torch engine's close is a no-op (the Protocol's, for DeepSpeed's process group)
+
+
+def test_every_train_engine_implements_the_whole_protocol() -> None:
+    # The controller, SFT and actors call only the Protocol: each engine must have all of it.
+    import inspect
+
+    from ale_roll.engines.base import TrainEngine
+    from ale_roll.engines.deepspeed_engine import DeepSpeedTrainEngine
+
+    members = {n for n, _ in inspect.getmembers(TrainEngine) if not n.startswith("_")}
+    assert {"get_lr", "set_lr", "reset_optimizer", "save_model", "close", "save_checkpoint"} <= members
+    engines: list[type] = [TorchTrainEngine, DeepSpeedTrainEngine]
+    try:
+        from ale_roll.cluster.actors import TrainActor
+        from ale_roll.cluster.proxies import RemoteTrainEngine
+
+        engines.append(RemoteTrainEngine)
+        # The actor exposes every Protocol method the proxy forwards (the version is a plain call).
+        assert members - {"policy_version"} <= {n for n in dir(TrainActor) if not n.startswith("_")}
+    except ImportError:  # ray is an extra
+        pass
+    for cls in engines:
+        assert members <= set(dir(cls)), (cls.__name__, members - set(dir(cls)))

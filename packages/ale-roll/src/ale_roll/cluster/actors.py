@@ -81,16 +81,20 @@ class TrainActor:
         self.engine.load_checkpoint(directory)
         return self.engine.policy_version
 
-    def lrs(self) -> list[float]:
-        """Learning rate of each optimizer param group (empty without a torch optimizer)."""
-        opt = getattr(self.engine, "optimizer", None)
-        return [float(g["lr"]) for g in opt.param_groups] if opt is not None else []
+    def save_model(self, directory: str, tokenizer: Any) -> None:
+        self.engine.save_model(directory, tokenizer)
 
-    def set_lr(self, group: int, lr: float) -> None:
-        self.engine.optimizer.param_groups[group]["lr"] = lr  # type: ignore[attr-defined]
+    def get_lr(self) -> float:
+        return self.engine.get_lr()
 
-    def clear_optimizer_state(self) -> None:
-        self.engine.optimizer.state.clear()  # type: ignore[attr-defined]
+    def set_lr(self, lr: float) -> None:
+        self.engine.set_lr(lr)
+
+    def reset_optimizer(self) -> None:
+        self.engine.reset_optimizer()
+
+    def close(self) -> None:
+        self.engine.close()
 
 
 class InferenceActor:

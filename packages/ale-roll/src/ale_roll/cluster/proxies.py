@@ -34,39 +34,6 @@ def call(ref: Any, timeout_s: float, what: str) -> Any:
         raise ActorCallTimeout(f"{what} exceeded {timeout_s}s") from None
 
 
-class _RemoteParamGroup:
-    """`group["lr"] = x` on one optimizer param group of the train actor (what set_lr writes)."""
-
-    def __init__(self, engine: RemoteTrainEngine, index: int) -> None:
-        self._engine, self._index = engine, index
-
-    def __getitem__(self, key: str) -> float:
-        if key != "lr":
-            raise KeyError(key)
-        return float(self._engine._call(self._engine.actor.lrs.remote(), "lrs")[self._index])
-
-    def __setitem__(self, key: str, value: float) -> None:
-        if key != "lr":
-            raise KeyError(f"only 'lr' can be set on a remote optimizer, not {key!r}")
-        self._engine._call(self._engine.actor.set_lr.remote(self._index, float(value)), "set_lr")
-
-
-class _RemoteOptimizerState:
-    def __init__(self, engine: RemoteTrainEngine) -> None:
-        self._engine = engine
-
-    def clear(self) -> None:
-        self._engine._call(self._engine.actor.clear_optimizer_state.remote(), "clear_optimizer_state")
-
-
-class RemoteOptimizer:
-    """The slice of a torch optimizer the controller touches: param groups' lr and `state.clear()`."""
-
-    def __init__(self, engine: RemoteTrainEngine, num_groups: int) -> None:
-        self.param_groups = [_RemoteParamGroup(engine, i) for i in range(num_groups)]
-        self.state = _RemoteOptimizerState(engine)
-
-
 class RemoteTrainEngine:
     """TrainEngine over a `TrainActor`; the policy version is cached from `step`/`load_checkpoint`."""
 
@@ -74,8 +41,6 @@ class RemoteTrainEngine:
         self.actor = actor
         self.timeout_s = timeout_s
         self._version = version
-        self._optimizer: RemoteOptimizer | None = None
-        self._optimizer_known = False
 
     def _call(self, ref: Any, what: str) -> Any:
         return call(ref, self.timeout_s, f"train actor {what}")
@@ -83,15 +48,6 @@ class RemoteTrainEngine:
     @property
     def policy_version(self) -> int:
         return self._version
-
-    @property
-    def optimizer(self) -> RemoteOptimizer | None:
-        """A remote view of the actor's torch optimizer (None when its engine has none)."""
-        if not self._optimizer_known:
-            groups = len(self._call(self.actor.lrs.remote(), "lrs"))
-            self._optimizer = RemoteOptimizer(self, groups) if groups else None
-            self._optimizer_known = True
-        return self._optimizer
 
     def forward_logprobs(self, input_ids: Any, attention_mask: Any = None) -> Any:
         return self._call(self.actor.forward_logprobs.remote(input_ids, attention_mask), "forward_logprobs")
@@ -117,6 +73,22 @@ class RemoteTrainEngine:
 
     def load_checkpoint(self, directory: str | Path) -> None:
         self._version = int(self._call(self.actor.load_checkpoint.remote(str(directory)), "load_checkpoint"))
+
+    def save_model(self, directory: str | Path, tokenizer: Any) -> None:
+        """Written where the train actor runs (the directory must be shared with this process's readers)."""
+        self._call(self.actor.save_model.remote(str(directory), tokenizer), "save_model")
+
+    def get_lr(self) -> float:
+        return float(self._call(self.actor.get_lr.remote(), "get_lr"))
+
+    def set_lr(self, lr: float) -> None:
+        self._call(self.actor.set_lr.remote(float(lr)), "set_lr")
+
+    def reset_optimizer(self) -> None:
+        self._call(self.actor.reset_optimizer.remote(), "reset_optimizer")
+
+    def close(self) -> None:
+        self._call(self.actor.close.remote(), "close")
 
 
 class RemoteInferenceEngine:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
 from ale_roll.types import StopReason
 
@@ -82,7 +82,8 @@ class WeightUpdate:
 
 @runtime_checkable
 class TrainEngine(Protocol):
-    """Forward/backward/step over a causal LM, plus weight export and checkpoints."""
+    """Forward/backward/step over a causal LM, plus weight export, checkpoints and the optimizer
+    knobs the trainer turns (learning rate, reset). Callers use nothing else of an engine."""
 
     @property
     def policy_version(self) -> int:
@@ -126,6 +127,28 @@ class TrainEngine(Protocol):
 
     def load_checkpoint(self, directory: str | Path) -> None:
         """Restore what :meth:`save_checkpoint` wrote."""
+        ...
+
+    def save_model(self, directory: str | Path, tokenizer: Any) -> None:
+        """The current weights as a model directory loadable as ``model.path`` (safetensors, config
+        and ``tokenizer``'s files). A collective on multi-rank engines (rank 0 writes)."""
+        ...
+
+    def get_lr(self) -> float:
+        """The optimizer's learning rate (of its first param group)."""
+        ...
+
+    def set_lr(self, lr: float) -> None:
+        """Set the learning rate of every param group (SFT warm-up, then RL, use different rates)."""
+        ...
+
+    def reset_optimizer(self) -> None:
+        """Drop the optimizer's moments (Adam's m and v): the next step starts as a fresh optimizer
+        would, at the current weights and learning rate."""
+        ...
+
+    def close(self) -> None:
+        """Release what the engine holds beyond memory (a process group); a no-op where there is none."""
         ...
 
 

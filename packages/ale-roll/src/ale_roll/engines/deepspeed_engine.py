@@ -12,6 +12,7 @@ Gradient accumulation follows DeepSpeed: call :meth:`backward` exactly
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -179,6 +180,32 @@ class DeepSpeedTrainEngine:
         _, client = self.engine.load_checkpoint(str(out), tag="state")
         self._version = int((client or {}).get("policy_version", 0))
         set_rng_state(torch.load(out / f"rng_rank{self.rank}.pt", weights_only=False))
+
+    def save_model(self, directory: str | Path, tokenizer: Any) -> None:
+        """Collective (ZeRO-3 gathers the shards); rank 0 writes."""
+        from ale_roll.models import save_model
+
+        module = self.engine.module
+        gathered: Any = contextlib.nullcontext()
+        if self.config.zero_stage == 3:
+            import deepspeed
+
+            gathered = deepspeed.zero.GatheredParameters(list(module.parameters()), modifier_rank=None)
+        with gathered:
+            if self.rank == 0:
+                save_model(module, tokenizer, directory)
+
+    def get_lr(self) -> float:
+        # ZeRO's optimizer wrappers expose the wrapped torch optimizer's param_groups and state.
+        return float(self.engine.optimizer.param_groups[0]["lr"])
+
+    def set_lr(self, lr: float) -> None:
+        for group in self.engine.optimizer.param_groups:
+            group["lr"] = lr
+
+    def reset_optimizer(self) -> None:
+        # torch AdamW (torch_adam) builds a partition's state lazily at its next step when missing.
+        self.engine.optimizer.state.clear()
 
 
 def _persistent(module: torch.nn.Module, name: str) -> bool:

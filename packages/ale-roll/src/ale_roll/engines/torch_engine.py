@@ -100,6 +100,25 @@ class TorchTrainEngine:
         set_rng_state(state["rng"])
         self._version = int(state["policy_version"])
 
+    def save_model(self, directory: str | Path, tokenizer: Any) -> None:
+        from ale_roll.models import save_model
+
+        save_model(self.model, tokenizer, directory)
+
+    def get_lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def reset_optimizer(self) -> None:
+        # AdamW builds a parameter's state lazily at its next step when the entry is missing.
+        self.optimizer.state.clear()
+
+    def close(self) -> None:
+        """Nothing to release (one process, no process group)."""
+
 
 def _to(t: torch.Tensor | None, device: torch.device) -> torch.Tensor | None:
     return None if t is None else t.to(device)

@@ -51,7 +51,8 @@ from ale_roll.rollout.episode import EpisodeTimes, RewardFn
 from ale_roll.rollout.replay import load_trajectories
 from ale_roll.trainer.resources import ResourceManager
 from ale_roll.trainer.setup import Policy, build_policy
-from ale_roll.trainer.step import set_lr, train_step, trajectory_metrics
+from ale_roll.trainer.sft import sft_steps
+from ale_roll.trainer.step import train_step, trajectory_metrics
 from ale_roll.types import Trajectory
 from ale_roll.user_tasks import local_env_factory
 
@@ -212,16 +213,8 @@ class Controller:
         if not s.steps or s.data is None or self.resumed:
             return {}
         trajs = load_trajectories(self.cfg.resolve(s.data), self.env_factory, self.fmt)
-        rng = random.Random(self.cfg.seed)
-        set_lr(self.policy.train, s.lr)
-        metrics: dict[str, float] = {}
-        for _ in range(s.steps):
-            metrics = train_step(self.policy.train, rng.sample(trajs, min(s.batch_size, len(trajs))), "sft",
-                                 pad_id=self.policy.pad_id)
-        set_lr(self.policy.train, self.cfg.optimizer.lr)
-        opt = getattr(self.policy.train, "optimizer", None)
-        if opt is not None:
-            opt.state.clear()  # RL starts with fresh Adam moments (SFT's are at a 10x larger lr)
+        # RL then starts at its own lr with fresh Adam moments (SFT's are at a 10x larger lr).
+        metrics = sft_steps(self.policy, trajs, s, seed=self.cfg.seed, restore_lr=self.cfg.optimizer.lr)
         self._push_weights()
         self.buffer.set_version(self.version)
         return {f"sft/{k.split('/', 1)[-1]}": v for k, v in metrics.items()}
@@ -331,9 +324,7 @@ class Controller:
                 final = await self.evaluate()
                 log.log(self.step, final)
                 summary["final"] = final
-                close = getattr(self.policy.train, "close", None)
-                if close is not None:  # the DeepSpeed engine leaves its process group (all ranks got here)
-                    close()
+                self.policy.train.close()  # the DeepSpeed engine leaves its process group (all ranks got here)
         finally:
             log.close()
             await self.generator.close()

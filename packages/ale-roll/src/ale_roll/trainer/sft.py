@@ -9,16 +9,42 @@ get no loss and do not count in the normalizer. Writes `sft_metrics.jsonl` and t
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ale_roll.config import RunConfig
+from ale_roll.config import RunConfig, SFTConfig
 from ale_roll.metrics import MetricsLogger
 from ale_roll.rollout.formatting import ChatFormat
 from ale_roll.rollout.replay import load_trajectories
 from ale_roll.trainer.setup import Policy, build_policy
-from ale_roll.trainer.step import set_lr, train_step
+from ale_roll.trainer.step import train_step
+from ale_roll.types import Trajectory
+
+
+def sft_steps(policy: Policy, trajs: Sequence[Trajectory], cfg: SFTConfig, *, seed: int, restore_lr: float,
+              on_step: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, float]:
+    """The SFT loop (both callers: `run_sft` and the controller's warm-up): `cfg.steps` masked-SFT
+    steps at `cfg.lr` on batches sampled from `trajs`; returns the last step's metrics.
+
+    After the loop the learning rate goes back to `restore_lr` and the optimizer's moments are
+    dropped, so what follows (RL, the next stage) starts as a fresh optimizer at its own rate
+    instead of with SFT's Adam moments, built at a larger rate on a different loss.
+    """
+    engine = policy.train
+    engine.set_lr(cfg.lr)
+    rng = random.Random(seed)
+    metrics: dict[str, float] = {}
+    try:
+        for step in range(1, cfg.steps + 1):
+            batch = rng.sample(list(trajs), min(cfg.batch_size, len(trajs)))
+            metrics = train_step(engine, batch, "sft", pad_id=policy.pad_id)
+            if on_step is not None:
+                on_step(step, metrics)
+    finally:
+        engine.set_lr(restore_lr)
+        engine.reset_optimizer()
+    return metrics
 
 
 def run_sft(cfg: RunConfig, policy: Policy | None = None, env_factory: Callable[[], Any] | None = None,
@@ -38,26 +64,20 @@ def run_sft(cfg: RunConfig, policy: Policy | None = None, env_factory: Callable[
         raise ValueError(f"{cfg.sft.data}: no trajectories")
     out = Path(cfg.output_dir)
     log = MetricsLogger(out, tensorboard=cfg.metrics.tensorboard, filename="sft_metrics.jsonl")
-    set_lr(policy.train, cfg.sft.lr)
-    rng = random.Random(cfg.seed)
-    metrics: dict[str, Any] = {}
+
+    def logged(step: int, metrics: dict[str, Any]) -> None:
+        log.log(step, metrics)
+        if on_step is not None:
+            on_step(step, metrics)
+
     try:
-        for step in range(1, cfg.sft.steps + 1):
-            batch = rng.sample(trajs, min(cfg.sft.batch_size, len(trajs)))
-            metrics = train_step(policy.train, batch, "sft", pad_id=policy.pad_id)
-            log.log(step, metrics)
-            if on_step is not None:
-                on_step(step, metrics)
+        metrics = sft_steps(policy, trajs, cfg.sft, seed=cfg.seed, restore_lr=cfg.optimizer.lr, on_step=logged)
     finally:
         log.close()
     model_dir = out / "sft_model"
-    model = getattr(policy.train, "model", None)
-    if model is not None:
-        from ale_roll.models import save_model
-
-        save_model(model, policy.tokenizer, model_dir)
+    policy.train.save_model(model_dir, policy.tokenizer)
     return {"steps": cfg.sft.steps, "trajectories": len(trajs), "last": metrics,
-            "model_dir": str(model_dir) if model is not None else None, "metrics": str(log.path)}
+            "model_dir": str(model_dir), "metrics": str(log.path)}
 
 
 def _has_demos(path: Path) -> bool:

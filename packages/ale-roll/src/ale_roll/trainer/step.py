@@ -126,12 +126,3 @@ def _update(engine: TrainEngine, spec: Any, cfg: Any, batch: TokenBatch, old: An
     captured["grad_norm"] = engine.step()
     return captured
 
-
-def set_lr(engine: TrainEngine, lr: float) -> bool:
-    """Set the learning rate of an engine exposing a torch `optimizer`; False when it has none."""
-    opt = getattr(engine, "optimizer", None)
-    if opt is None:
-        return False
-    for group in opt.param_groups:
-        group["lr"] = lr
-    return True
