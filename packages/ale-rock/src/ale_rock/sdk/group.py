@@ -22,7 +22,7 @@ RETRYABLE = (Unavailable, DeadlineExceeded, SandboxStartFailed)
 """Errors worth another try (a lost worker, a timeout, a start that failed). Quota and argument
 errors are not retried: they would fail the same way."""
 
-SB = TypeVar("SB", bound=ops.SandboxState)
+SB = TypeVar("SB", bound=ops.SandboxMethods)
 
 
 def _backoff(attempt: int) -> float:

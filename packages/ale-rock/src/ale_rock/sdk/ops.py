@@ -19,6 +19,13 @@ from ale_rock.sdk import requests as rq
 from ale_rock.sdk import types as t
 from ale_rock.sdk.errors import SandboxStartFailed
 from ale_rock.sdk.files import DownloadSink, check_upload, prepare_upload, upload_messages
+from ale_rock.sdk.methods import (
+    class_operation,
+    class_stream_operation,
+    constructor,
+    operation,
+    stream_operation,
+)
 from ale_rock.sdk.steps import Call, Close, Op, Stream
 
 
@@ -99,7 +106,7 @@ def list_sandboxes(cls: Any, *, client: Any = None, states: Sequence[str] = (),
             yield Close(c)
 
 
-def watch(*, client: Any, ids: Sequence[str] = (), send_initial: bool = False,
+def watch(cls: Any, *, client: Any, ids: Sequence[str] = (), send_initial: bool = False,
           timeout: float = 24 * 3600) -> Stream[t.SandboxChange]:
     """Stream state changes of the namespace's sandboxes (or of ``ids``) until you stop iterating."""
     req = pb.WatchSandboxesRequest(sandbox_ids=list(ids), send_initial=send_initial)
@@ -301,9 +308,24 @@ def session_close(s: Any) -> Op[None]:
     yield Call(s.sandbox.client, "CloseSession", pb.CloseSessionRequest(sandbox_id=s.sandbox.id, session_id=s.id))
 
 
-# -- the state both SDKs keep ---------------------------------------------------------------------
-class SandboxState:
-    """What a sandbox handle holds: its id, its client, whether it opened that client, its last info."""
+# -- the two SDKs' classes, written once ---------------------------------------------------------
+class SessionMethods:
+    """A session handle: its sandbox, its id and its operations (see ``methods.py``)."""
+
+    def __init__(self, sandbox: Any, session_id: str) -> None:
+        self.sandbox = sandbox
+        self.id = session_id
+
+    run = operation(session_run)
+    send = operation(session_send)
+    read = operation(session_read)
+    interrupt = operation(session_interrupt)
+    close = operation(session_close)
+
+
+class SandboxMethods:
+    """A sandbox handle: its id, its client, whether it opened that client, its last info, and
+    its operations (see ``methods.py``)."""
 
     def __init__(self, sandbox_id: str, client: Any, owns_client: bool = False,
                  info: t.SandboxInfo | None = None) -> None:
@@ -312,13 +334,30 @@ class SandboxState:
         self._owns_client = owns_client
         self._info = info
 
+    create = constructor(create)
+    connect = constructor(connect)
+    list = class_operation(list_sandboxes)
+    watch = class_stream_operation(watch)
+    _release = operation(release)
+
+    refresh = operation(refresh)
+    stop = operation(stop)
+    delete = operation(delete)
+    commit = operation(commit)
+    stats = operation(stats)
+    network_policy = operation(network_policy)
+    set_network_policy = operation(set_network_policy)
+
+    exec = operation(exec_command)
+    exec_stream = stream_operation(exec_stream)
+    signal = operation(signal)
+    session = operation(session)
+
+    upload = operation(upload)
+    download = operation(download)
+    read = operation(read)
+    write = operation(write)
+    ls = operation(ls)
+
     def __repr__(self) -> str:
         return f"Sandbox({self.id!r})"
-
-
-class SessionState:
-    """What a session handle holds: its sandbox and its id."""
-
-    def __init__(self, sandbox: Any, session_id: str) -> None:
-        self.sandbox = sandbox
-        self.id = session_id

@@ -16,10 +16,9 @@ import asyncio
 import functools
 import inspect
 import time
-import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -195,26 +194,3 @@ def aiterating(op: Callable[P, Stream[T]]) -> Callable[P, AsyncIterator[T]]:
             yield s.convert(item)
 
     return _documented(method, op, "AsyncIterator[{}]")  # type: ignore[no-any-return]
-
-
-class constructor(Generic[P]):  # noqa: N801 - used like classmethod
-    """A class-level operation returning an instance of the class it is called on (``create``,
-    ``connect``): blocking on a :class:`Blocking` class, a coroutine on an :class:`Asyncio` one.
-
-    A descriptor rather than ``classmethod(blocking(op))`` so that type checkers see
-    ``Sandbox.create(...) -> Sandbox`` and ``AsyncSandbox.create(...) -> Coroutine[..., AsyncSandbox]``.
-    """
-
-    def __init__(self, op: Callable[Concatenate[Any, P], Op[Any]]) -> None:
-        self._blocking = blocking(op)
-        self._asyncio = awaitable(op)
-        functools.update_wrapper(self, op)  # type: ignore[arg-type]
-
-    @overload
-    def __get__(self, obj: object, owner: type[SB]) -> Callable[P, SB]: ...
-
-    @overload
-    def __get__(self, obj: object, owner: type[SA]) -> Callable[P, Coroutine[Any, Any, SA]]: ...
-
-    def __get__(self, obj: object, owner: type[Any]) -> Any:
-        return types.MethodType(self._asyncio if issubclass(owner, Asyncio) else self._blocking, owner)
