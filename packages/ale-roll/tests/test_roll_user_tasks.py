@@ -71,6 +71,10 @@ def test_env_class_from_a_user_module(tmp_path: Path) -> None:
     rows = _train(tmp_path, {"id": "byo_env_task:SayTheWord", "kwargs": {"word": "yes", "log": str(log)}})
     steps = [r for r in rows if "reward/mean" in r]
     assert [r["step"] for r in steps] == [1, 2]
+    # Times are per step: generation's wall time within the step, not a sum over its 8 episodes;
+    # per-episode means are separate.
+    assert all(0 < r["time/generate_s"] <= r["time/step_s"] for r in steps), steps
+    assert all(r["episode/generate_s"] > 0 and "episode/env_s" in r and "time/env_s" not in r for r in steps)
     actions = log.read_text().splitlines()
     # 2 evaluations (before and after) x 4 + 2 steps x 8 episodes, all through the user's env
     assert len(actions) == 2 * 4 + 2 * 8 and set(actions) <= set(WORDS) | {"[UNK]", ""}

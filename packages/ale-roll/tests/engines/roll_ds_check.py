@@ -62,6 +62,20 @@ def main(model_dir: str, out: str, stage: int) -> None:
         engine.load_checkpoint(ckpt)
         result["resumed_version"] = engine.policy_version
         result["resumed_same"] = fingerprint(engine.export_weights()) == result["after"]
+        # The Protocol's optimizer knobs act like the torch engine's: a new lr and fresh moments on
+        # both give the same next step (from the same weights, up to the 4 steps' drift).
+        for e in (engine, ref):
+            e.set_lr(3e-3)
+            e.reset_optimizer()
+            e.backward(ids, mask, loss_fn=loss_fn)
+            e.step()
+        result["lr_after_set"] = engine.get_lr()
+        weights, own = engine.export_weights(), ref.export_weights()
+        result["reset_diff_vs_torch"] = max(float((weights[k] - own[k]).abs().max()) for k in weights)
+        saved = os.path.join(os.path.dirname(out), f"model-{stage}")
+        engine.save_model(saved, load_model(model_dir)[1])
+        loaded = load_model(saved)[0].state_dict()  # (ZeRO-3's export names a tied head once)
+        result["saved_same"] = all(torch.equal(loaded[k], v) for k, v in weights.items())
     gathered: list = [None] * world
     dist.all_gather_object(gathered, result)
     if rank == 0:

@@ -50,3 +50,5 @@ def test_zero3_single_process_matches_torch_engine(tiny_model_dir, tmp_path):
     assert r["param_diff_vs_torch"] < 1e-3
     assert r["losses"][-1] < r["losses"][0]
     assert r["resumed_version"] == 4 and r["resumed_same"]
+    assert r["lr_after_set"] == 3e-3 and r["reset_diff_vs_torch"] < 1e-3  # set_lr + reset_optimizer
+    assert r["saved_same"]  # save_model writes the weights the engine holds

@@ -258,6 +258,7 @@ class Controller:
             return  # nothing to train (iterations=0, or resumed at the end): start no rollout at all
         sched = asyncio.get_running_loop().create_task(self.scheduler.run(), name="rollout")
         last = time.perf_counter()
+        busy = self.generator.busy_s
         try:
             while self.step < self.cfg.iterations and not self.stop_requested:
                 t0 = time.perf_counter()
@@ -274,7 +275,8 @@ class Controller:
                 sync_s = await self._sync_weights()
                 self.step += 1
                 now = time.perf_counter()
-                times = self.runner.times.take()
+                times = _per_step_times(self.runner.times.take(), self.generator.busy_s - busy)
+                busy = self.generator.busy_s
                 metrics.update(trajectory_metrics(batch, version))
                 metrics.update(self.buffer.metrics())
                 metrics.update(self.scheduler.stats.as_metrics())
@@ -338,6 +340,19 @@ class Controller:
     def run(self) -> dict[str, Any]:
         """`train_async` on a fresh event loop."""
         return asyncio.run(self.train_async())
+
+
+def _per_step_times(summed: dict[str, float], generate_wall_s: float) -> dict[str, float]:
+    """The runner's time split is summed over concurrent episodes (256 episodes sharing one 0.1 s
+    batched call add up to seconds): report the step's generation wall time (the engine busy in
+    `engine.generate`) as `time/generate_s`, and each phase's mean per episode as `episode/<phase>_s`."""
+    out = dict(summed)
+    episodes = max(out.get("rollout/episodes", 0.0), 1.0)
+    for phase in ("generate", "env", "reward"):
+        if f"time/{phase}_s" in out:
+            out[f"episode/{phase}_s"] = out.pop(f"time/{phase}_s") / episodes
+    out["time/generate_s"] = generate_wall_s
+    return out
 
 
 @contextlib.contextmanager
