@@ -1,7 +1,10 @@
-"""The SDK's operations, written once for :class:`Sandbox` and :class:`AsyncSandbox` (see ``steps.py``).
+"""The SDK's operations and its method table, written once for :class:`Sandbox` and
+:class:`AsyncSandbox` (see ``steps.py`` for how an operation runs, ``methods.py`` for how it
+becomes a method of each).
 
-Each function takes the sandbox (or session, or class) first, as a method would; ``sandbox.py``
-and ``async_sandbox.py`` turn them into blocking and asyncio methods.
+Each function takes the sandbox (or session, or class) first, as a method would;
+:class:`SandboxMethods` and :class:`SessionMethods` list them as methods, and the blocking and
+asyncio classes (``sandbox.py``, ``async_sandbox.py``) add only their context managers.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Each SDK operation (``ops.py``) is a generator that *yields* the RPCs it needs as plain step
 objects and receives their results; it never does I/O itself. Two small drivers run those
-generators: :func:`blocking` over a :class:`~ale_rock.sdk.client.Client` (gRPC's blocking stack)
-and :func:`awaitable` over an :class:`~ale_rock.sdk.client.AsyncClient` (``grpc.aio``). A failed
+generators: :func:`drive` over a :class:`~ale_rock.sdk.client.Client` (gRPC's blocking stack)
+and :func:`adrive` over an :class:`~ale_rock.sdk.client.AsyncClient` (``grpc.aio``). A failed
 step is thrown back into the generator, so its ``try``/``finally`` clean-ups run on both stacks.
 
 This keeps each transport native (no event-loop thread behind the blocking SDK, interceptors on
