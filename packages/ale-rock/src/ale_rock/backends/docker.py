@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ale_rock.backends.base import Limits, SandboxConfig, SandboxHandle, Usage
 from ale_rock.backends.docker_disk import DiskQuotaUnsupported, layer_size, probe_quota, seal, unmount_under
-from ale_rock.backends.docker_pool import POOL_PREFIX, WarmPool
+from ale_rock.backends.docker_pool import POOL_PREFIX, WarmPools
 from ale_rock.backends.docker_probe import wait_for_rocklet
 from ale_rock.backends.docker_runtime import (
     CONF_DIR,
@@ -115,12 +115,22 @@ class DockerBackendConfig(BaseModel):
     init: bool = True
     """Run Docker's init (tini) as pid 1, so orphaned processes are reaped and signals forwarded."""
     pool_size: int = Field(default=2, ge=0, le=32)
-    """Pre-started sandboxes kept warm (0 = none), as the local backend does. A request is served
-    from the pool when it asks for the base image, ``pool_limits``, the default work dir and a
-    writable root; env and labels may differ. Claimed sandboxes keep the container's
-    ``ale.sandbox_id`` label empty (labels are immutable): the container name is the identity."""
+    """Pre-started sandboxes always kept warm for the default shape (base image, ``pool_limits``);
+    0 turns every warm pool off. A request is served from the pool of its shape (image, limits)
+    when it asks for the default work dir and a writable root; env and labels may differ. Claimed
+    sandboxes keep the container's ``ale.sandbox_id`` label empty (labels are immutable): the
+    container name is the identity."""
     pool_limits: Limits = Field(default_factory=Limits)
-    """Limits of the pooled sandboxes."""
+    """Limits of the default shape's pooled sandboxes."""
+    pool_max: int = Field(default=8, ge=0, le=64)
+    """Most warm sandboxes of one shape: every shape (the default included) keeps as many as it
+    was asked for in the last ``pool_window_s``, up to this."""
+    pool_max_total: int = Field(default=16, ge=0, le=256)
+    """Most warm sandboxes over all shapes (they hold memory while idle)."""
+    pool_window_s: float = Field(default=30.0, gt=0)
+    """How far back demand is counted; a surplus slot idle this long is discarded."""
+    pool_refillers: int = Field(default=2, ge=1, le=16)
+    """Warm sandboxes started in parallel, so back-to-back creates do not outrun the refill."""
     disk_quota: Literal["require", "per_file"] = "require"
     """How ``disk_bytes`` binds. ``require``: the container's layer gets ``--storage-opt size=``
     (btrfs, zfs, overlay2 on xfs+pquota: ``scripts/docker_engine.sh`` starts such an engine); an
@@ -164,7 +174,16 @@ class DockerBackend:
         os.chmod(self.root, 0o711)
         self._quota_lock = threading.Lock()
         self._quota: tuple[str, bool] | None = None  # (storage driver, size opt works), probed once
-        self._pool = WarmPool(self.config.pool_size, self._launch_warm, self._cleanup)
+        self._pool = WarmPools(
+            self._launch_warm,
+            self._cleanup,
+            floors={shape: self.config.pool_size} if (shape := self._shape(self._pool_shape())) else {},
+            max_per_shape=max(self.config.pool_max, self.config.pool_size),
+            max_total=max(self.config.pool_max_total, self.config.pool_size),
+            window_s=self.config.pool_window_s,
+            refillers=self.config.pool_refillers,
+            enabled=self.config.pool_size > 0,
+        )
         self._pool.start()
 
     # -- naming -----------------------------------------------------------------------------------
@@ -207,8 +226,9 @@ class DockerBackend:
         if self._inspect(sandbox_id) is not None:
             raise FileExistsError(f"sandbox {sandbox_id} exists")
         shutil.rmtree(self._host_dir(sandbox_id), ignore_errors=True)  # debris of a crashed start
-        if self._poolable(config):
-            key = self._pool.claim()
+        shape = self._shape(config) if self._poolable(config) else None
+        if shape is not None:
+            key = self._pool.claim(shape)
             if key is not None:
                 try:
                     return self._adopt(key, sandbox_id, config)
@@ -256,20 +276,35 @@ class DockerBackend:
         return layer_size(driver, image_size, disk_bytes)
 
     def _poolable(self, config: SandboxConfig) -> bool:
-        shape = self._pool_shape()
-        return (
-            self.config.pool_size > 0
-            and config.image in ("", shape.image)
-            and config.limits == shape.limits
-            and config.workdir == shape.workdir
-            and not config.read_only_root
-        )
+        # Env, labels and namespace are applied at claim time; everything fixed at container
+        # creation (image, limits, work dir binding, read-only root) is the shape or excluded.
+        return self.config.pool_size > 0 and config.workdir == SandboxConfig().workdir and not config.read_only_root
 
     def _pool_shape(self) -> SandboxConfig:
-        return SandboxConfig(image=self.config.base_image, limits=self.config.pool_limits)
+        return SandboxConfig(image=self.config.base_image, limits=_with_defaults(self.config.pool_limits))
 
-    def _launch_warm(self, key: str) -> None:
-        self._launch(key, self._pool_shape(), {LABEL_SANDBOX: "", LABEL_POOL: "1"})
+    def _shape(self, config: SandboxConfig) -> tuple[str, str, str] | None:
+        """The pool key of a (defaulted) config: image name, the image id it names now, limits.
+
+        The id is part of the key so a re-tagged image (a snapshot committed again under the same
+        name) is never served from containers of its previous content. None: no such image.
+        """
+        image = config.image or self.config.base_image
+        try:
+            image_id = str(self._api.inspect_image(image)["Id"])
+        except self._errors.APIError:
+            return None
+        return (image, image_id, config.limits.model_dump_json())
+
+    def _launch_warm(self, key: str, shape: object) -> None:
+        assert isinstance(shape, tuple)
+        image, image_id, limits = (str(x) for x in shape)
+        config = SandboxConfig(image=image, limits=Limits.model_validate_json(limits))
+        self._launch(key, config, {LABEL_SANDBOX: "", LABEL_POOL: "1"})
+        # Started by name (so it reports the same image as a fresh sandbox): the name must still
+        # have meant the shape's image, else the slot would serve other content.
+        if self._api.inspect_container(self._container_name(key)).get("Image") != image_id:
+            raise DockerBackendError(f"image {image!r} changed while warm slot {key} started")
 
     def _launch(self, key: str, config: SandboxConfig, labels: dict[str, str]) -> None:
         """Create and start container ``ale-<worker>-<key>`` and wait for its Rocklet."""
