@@ -117,6 +117,44 @@ class RolloutConfig(_Section):
     """`gem`: the trainer plays the environment (`env`); `agent_native`: an agent works on a task in a sandbox and the ModelProxy's records are the trajectory (`agent`)."""
 
 
+class ResamplingConfig(_Section):
+    """Chunk-level initialized resampling (Eq. 10; `algorithms/resampling.py`), GEM mode only.
+
+    For a state with an expert trajectory τ* (from `expert_data`), the trainer searches τ*'s crucial
+    fork f (rollouts that prefill the first j expert chunks and sample the rest), then plays the
+    state's whole group from the fork: the first f−1 expert chunks are prefilled (context, no loss)
+    and the policy re-initializes chunks f..K in parallel. A group none of whose rollouts succeeds
+    adds the imitation term λ_IL · L_IL on τ*'s chunks ≤ f to that step's gradient."""
+
+    enabled: bool = False
+    """Turn resampling on (needs `expert_data`; refused in agent-native mode)."""
+    expert_data: str | None = None
+    """JSONL of expert trajectories or demos ({"seed", "actions"}), relative to the config; a state
+    is resampled when an expert for its seed is there (other states play normally)."""
+    search: Literal["sequential", "parallel"] = "sequential"
+    """Fork search: `sequential` rollback (prefix K−1 down to 0, the latest fork) or `parallel`
+    initialization (random anchors at once, then refinement)."""
+    rollouts_per_anchor: int = Field(default=4, ge=1)
+    """Rollouts estimating the success rate p(j) of each evaluated prefix (they are not trained on)."""
+    fork_gap: float = Field(default=0.5, gt=0.0, le=1.0)
+    """Chunk f is a crucial fork when p(f) − p(f−1) ≥ this."""
+    num_anchors: int = Field(default=4, ge=1)
+    """`parallel` search: anchors of the first round."""
+    gamma: float = Field(default=0.95, gt=0.0, le=1.0)
+    """Chunk discount of the imitation term's weights G_k = γ^(K−k)."""
+    lambda_il: float = Field(default=1.0, ge=0.0)
+    """λ_IL: weight of the imitation term relative to the RL loss (λ_RL = 1)."""
+    fraction: float = Field(default=1.0, ge=0.0, le=1.0)
+    """Share of the states with an expert that are resampled (drawn per group, seeded by the run)."""
+
+    @model_validator(mode="after")
+    def _needs_expert(self) -> ResamplingConfig:
+        if self.enabled and not self.expert_data:
+            raise ValueError("algorithm.resampling.enabled needs algorithm.resampling.expert_data "
+                             "(expert trajectories or demos to roll back along)")
+        return self
+
+
 class AlgorithmConfig(_Section):
     """The loss, by registry name, and its config."""
 
@@ -128,6 +166,8 @@ class AlgorithmConfig(_Section):
     """Passes over each rollout batch (PPO-style reuse); the batch's policy version bumps once."""
     minibatches: int = Field(default=1, ge=1)
     """Optimizer steps per pass, each on whole rollout groups (capped at the number of groups)."""
+    resampling: ResamplingConfig = Field(default_factory=ResamplingConfig)
+    """Chunk-level initialized resampling (Eq. 10): off unless `enabled`."""
 
     @model_validator(mode="after")
     def _known(self) -> AlgorithmConfig:
@@ -392,6 +432,16 @@ class RunConfig(_Section):
             raise ValueError("agent.command: agent.kind=command needs the agent's command")
         if a.kind == "flow" and (a.command or a.files):
             raise ValueError("agent.command / agent.files apply to agent.kind=command only")
+        return self
+
+    @model_validator(mode="after")
+    def _resampling(self) -> RunConfig:
+        if self.algorithm.resampling.enabled and self.rollout.mode == "agent_native":
+            raise ValueError(
+                "algorithm.resampling: chunk-level resampling needs to restart an episode from a mid-episode "
+                "state (replay the expert's first chunks, then sample); agent-native rollout runs an agent "
+                "on a sandbox task with no such state to roll back to, so use rollout.mode=gem "
+                "(or disable algorithm.resampling.enabled)")
         return self
 
     @model_validator(mode="after")

@@ -14,6 +14,9 @@ Two schedules, both driven by `rollout_from(prefix_chunks) -> success` so they n
 - parallel initialization: random anchors evaluated at once (a thread pool), then the
   interval with the largest drop is refined to a single chunk.
 
+`asequential_rollback` / `aparallel_initialization` are the same schedules for an async
+`arollout_from` (the trainer's episode runner): the rollouts of one prefix run concurrently.
+
 Where resampling from the fork yields no success (p(f−1) = 0) the RL signal there is empty and
 an imitation term on the expert chunks up to the fork is added (Eq. 10):
 
@@ -24,8 +27,9 @@ with G_k = γ^(K−k) · 1 (the expert's reward is 1).
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -37,6 +41,8 @@ from ale_roll.algorithms.ipa import chunk_returns
 
 RolloutFrom = Callable[[int], bool]
 """rollout_from(j): prefill the first j expert chunks, resample the rest, return success."""
+ARolloutFrom = Callable[[int], Awaitable[bool]]
+"""The async form of `RolloutFrom`."""
 
 
 class ForkSearchConfig(BaseModel):
@@ -126,6 +132,48 @@ def parallel_initialization(rollout_from: RolloutFrom, num_chunks: int, config: 
                 result.fork = b
                 return result
             evaluate(list(range(a + 1, b)))
+
+
+async def _arate(arollout_from: ARolloutFrom, prefixes: list[int], n: int, result: ForkSearchResult) -> None:
+    outcomes = await asyncio.gather(*(arollout_from(j) for j in prefixes for _ in range(n)))
+    for i, j in enumerate(prefixes):
+        result.success_rates[j] = sum(bool(o) for o in outcomes[i * n:(i + 1) * n]) / n
+    result.rollouts += n * len(prefixes)
+
+
+async def asequential_rollback(arollout_from: ARolloutFrom, num_chunks: int, config: ForkSearchConfig) -> ForkSearchResult:
+    """`sequential_rollback` with each prefix's rollouts run concurrently."""
+    if num_chunks < 1:
+        raise ValueError("an expert trajectory needs at least one chunk")
+    result = ForkSearchResult(fork=None, success_rates={num_chunks: 1.0})
+    for prefix in range(num_chunks - 1, -1, -1):
+        await _arate(arollout_from, [prefix], config.rollouts_per_anchor, result)
+        if result.success_rates[prefix + 1] - result.success_rates[prefix] >= config.fork_gap:
+            result.fork = prefix + 1
+            break
+    return result
+
+
+async def aparallel_initialization(arollout_from: ARolloutFrom, num_chunks: int,
+                                   config: ForkSearchConfig) -> ForkSearchResult:
+    """`parallel_initialization` on the event loop (all anchors' rollouts at once)."""
+    if num_chunks < 1:
+        raise ValueError("an expert trajectory needs at least one chunk")
+    rng = random.Random(config.seed)
+    result = ForkSearchResult(fork=None, success_rates={num_chunks: 1.0})
+    await _arate(arollout_from, sorted(rng.sample(range(num_chunks), min(config.num_anchors, num_chunks))),
+                 config.rollouts_per_anchor, result)
+    while True:
+        known = sorted(result.success_rates)
+        drops = [(result.success_rates[b] - result.success_rates[a], a, b) for a, b in zip(known, known[1:])]
+        best = max(drops, default=None)
+        if best is None or best[0] < config.fork_gap:
+            return result
+        _, a, b = best
+        if b == a + 1:
+            result.fork = b
+            return result
+        await _arate(arollout_from, list(range(a + 1, b)), config.rollouts_per_anchor, result)
 
 
 def imitation_loss(logprobs: torch.Tensor, mask: torch.Tensor, chunk_ids: torch.Tensor, fork: int,

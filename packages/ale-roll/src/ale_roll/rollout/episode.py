@@ -139,8 +139,13 @@ class EpisodeRunner:
             self.times.env += time.perf_counter() - t0
 
     async def run(self, *, seed: int | None, initial_state_id: str, group_id: str = "",
-                  episode_id: str | None = None, params: SamplingParams | None = None) -> Trajectory:
-        """Play one episode to the end and return its trajectory (raises on infrastructure failure)."""
+                  episode_id: str | None = None, params: SamplingParams | None = None,
+                  prefix: Trajectory | None = None, prefix_chunks: int = 0) -> Trajectory:
+        """Play one episode to the end and return its trajectory (raises on infrastructure failure).
+
+        With `prefix` (an expert trajectory on the same seed) its first `prefix_chunks` chunks are
+        replayed into the environment first (chunk-level resampling, Eq. 10): their tokens become the
+        first generated turn's prompt (context, no loss) and the policy plays the rest."""
         params = params or self.params
         version = self.generator.policy_version
         env = await self._env_call(self.env_factory)
@@ -153,7 +158,21 @@ class EpisodeRunner:
             context = self.fmt.initial(obs)
             turns: list[Turn] = []
             total, done, truncated_by_env = 0.0, False, False
-            for k in range(self.max_turns):
+            replayed = 0
+            if prefix is not None and prefix_chunks > 0:
+                chunk_of = prefix.chunk_of_turn()
+                for turn_k, expert in enumerate(prefix.turns):
+                    if chunk_of[turn_k] >= prefix_chunks:
+                        break
+                    action = self.fmt.action_text(expert.completion_ids)
+                    obs, reward, terminated, truncated, info = await (
+                        self._env_acall(env.astep, action) if is_async else self._env_call(env.step, action))
+                    total += float(reward)
+                    replayed += 1
+                    if terminated or truncated:  # the prefix must leave something to resample
+                        raise ValueError(f"expert prefix of {prefix_chunks} chunks ends the episode (seed {seed})")
+                    context = context + list(expert.completion_ids) + self.fmt.observation(obs)
+            for k in range(self.max_turns - replayed):
                 t0 = time.perf_counter()
                 gen = await self.generator.generate(context, params)
                 self.times.generate += time.perf_counter() - t0
@@ -182,6 +201,8 @@ class EpisodeRunner:
                           policy_version=version,
                           metadata={"env_reward": total, "success": bool(info.get("success", total > 0)),
                                     "truncated": not done, "env_truncated": truncated_by_env})
+        if replayed:
+            traj.metadata["prefilled_chunks"] = prefix_chunks
         if episode_id is not None:
             traj.episode_id = episode_id
         t0 = time.perf_counter()

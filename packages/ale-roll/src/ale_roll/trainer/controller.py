@@ -49,6 +49,7 @@ from ale_roll.rollout import (
 )
 from ale_roll.rollout.episode import EpisodeTimes, RewardFn
 from ale_roll.rollout.replay import load_trajectories
+from ale_roll.rollout.resampler import ChunkResampler
 from ale_roll.trainer.resources import ResourceManager
 from ale_roll.trainer.setup import Policy, build_policy
 from ale_roll.trainer.sft import sft_steps
@@ -144,6 +145,12 @@ class Controller:
             retry_backoff_s=r.retry_backoff_s)
         self.resources = ResourceManager(r.episodes_in_flight, cfg.resources.train_slots, self.scheduler.set_capacity)
         self.sync = WeightSync([self.policy.inference])
+        self.resampler: ChunkResampler | None = None
+        """Chunk-level initialized resampling (`algorithm.resampling`, GEM mode; rollout/resampler.py)."""
+        if cfg.algorithm.resampling.enabled:
+            rs = cfg.algorithm.resampling
+            experts = load_trajectories(cfg.resolve(str(rs.expert_data)), self.env_factory, self.fmt)
+            self.resampler = ChunkResampler(rs, experts, seed=cfg.seed)
         self.on_step = on_step
         self.step = 0
         self.resumed = False
@@ -156,6 +163,9 @@ class Controller:
         return self.policy.train.policy_version - self._surplus_steps
 
     async def _episode(self, entry: FrontierEntry) -> Any:
+        if self.resampler is not None:
+            return await self.resampler.play(self.runner.run, seed=entry.seed, initial_state_id=entry.initial_state_id,
+                                             group_id=entry.group_id, episode_id=entry.episode_id)
         return await self.runner.run(seed=entry.seed, initial_state_id=entry.initial_state_id,
                                      group_id=entry.group_id, episode_id=entry.episode_id)
 
@@ -251,8 +261,22 @@ class Controller:
         await asyncio.to_thread(save_checkpoint, self.out / "checkpoints", self.step, self.policy.train,
                                 buffer_state, state, self.cfg.checkpoint.keep)
 
+    def _train_on(self, batch: list[Trajectory]) -> dict[str, Any]:
+        """The step's updates on `batch` (on a thread); with resampling, the imitation term of groups
+        that never succeeded from their fork is accumulated first, so the first update applies it."""
+        a = self.cfg.algorithm
+        il = None
+        if self.resampler is not None:
+            targets = self.resampler.imitation_targets(batch)
+            il = self.resampler.imitation_backward(self.policy.train, targets, pad_id=self.policy.pad_id)
+        metrics: dict[str, Any] = train_step(self.policy.train, batch, a.loss, a.config, pad_id=self.policy.pad_id,
+                                             epochs=a.epochs, minibatches=a.minibatches, seed=self.cfg.seed + self.step)
+        if il is not None:
+            metrics["resampling/imitation_loss"] = il
+        return metrics
+
     async def _train_loop(self, log: MetricsLogger) -> None:
-        r, a = self.cfg.rollout, self.cfg.algorithm
+        r = self.cfg.rollout
         batch_timeout = r.max_turns * (r.generate_timeout_s + r.env_timeout_s) * r.max_attempts + 60
         if self.step >= self.cfg.iterations:
             return  # nothing to train (iterations=0, or resumed at the end): start no rollout at all
@@ -266,9 +290,7 @@ class Controller:
                 t1 = time.perf_counter()
                 version = self.version
                 self.resources.shrink()
-                metrics: dict[str, Any] = await asyncio.to_thread(
-                    train_step, self.policy.train, batch, a.loss, a.config, pad_id=self.policy.pad_id,
-                    epochs=a.epochs, minibatches=a.minibatches, seed=self.cfg.seed + self.step)
+                metrics: dict[str, Any] = await asyncio.to_thread(self._train_on, batch)
                 self.resources.expand()
                 self._surplus_steps += int(metrics.get("train/updates", 1)) - 1
                 t2 = time.perf_counter()
@@ -281,6 +303,8 @@ class Controller:
                 metrics.update(self.buffer.metrics())
                 metrics.update(self.scheduler.stats.as_metrics())
                 metrics.update(times)
+                if self.resampler is not None:
+                    metrics.update(self.resampler.take_metrics())
                 metrics.update({"time/wait_batch_s": t1 - t0, "time/train_s": t2 - t1, "time/sync_s": sync_s,
                                 "time/step_s": now - last, "policy_version": float(self.version),
                                 "train/optimizer_steps": float(self.policy.train.policy_version),
