@@ -53,15 +53,23 @@ def run_admin(config_path: Path, ready: Path, stats: Path, profile: Path | None)
     stores: list[Store] = []
 
     class CountedStore(Store):
+        """Counts its own write transactions, so the same bench measures an Admin from before
+        ``Store.commits`` existed (a baseline checkout on PYTHONPATH)."""
+
         def __init__(self, *a: Any, **kw: Any) -> None:
+            self.counted = 0
             super().__init__(*a, **kw)
             stores.append(self)
+
+        def _write(self, sql: str, args: Any = ()) -> int:
+            self.counted += 1
+            return super()._write(sql, args)
 
     server.Store = CountedStore  # type: ignore[misc]
 
     def report() -> None:
         while True:
-            n = sum(s.commits for s in stores)
+            n = sum(s.counted for s in stores)
             tmp = stats.with_suffix(".tmp")
             tmp.write_text(json.dumps({"commits": n}))
             tmp.replace(stats)
@@ -239,7 +247,7 @@ async def _burst(address: str, keys: list[str], n: int, channels: int) -> tuple[
             else:
                 latencies.append(time.monotonic() - t0)
         except grpc.aio.AioRpcError as e:
-            errors.append(f"{e.code().name}: {e.details()}")
+            errors.append(f"{e.code().name}: {e.details()} (after {time.monotonic() - t0:.1f} s)")
 
     await asyncio.gather(*(one(i) for i in range(n)))
     wall = time.monotonic() - t0
@@ -255,7 +263,8 @@ def _pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q * len(s)) - 1))]
 
 
-def run_level(level: int, workers: int, namespaces: int, workdir: Path, profile: Path | None) -> dict[str, Any]:
+def run_level(level: int, workers: int, namespaces: int, workdir: Path, profile: Path | None,
+              channels: int = 8) -> dict[str, Any]:
     """One fresh Admin + simulated workers; one burst of ``level`` creates."""
     import yaml
 
@@ -292,7 +301,7 @@ def run_level(level: int, workers: int, namespaces: int, workdir: Path, profile:
         ap, sp, me = psutil.Process(admin.pid), psutil.Process(sim.pid), psutil.Process()
         cpu0 = (_cpu_s(ap), _cpu_s(sp), _cpu_s(me))
         commits0 = _commits(stats)
-        latencies, errors, wall = asyncio.run(_burst(address, keys, level, channels=8))
+        latencies, errors, wall = asyncio.run(_burst(address, keys, level, channels))
         cpu1 = (_cpu_s(ap), _cpu_s(sp), _cpu_s(me))
         time.sleep(0.12)
         commits = _commits(stats) - commits0
@@ -330,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levels", default="1000,4000,16000", help="creates in flight, comma-separated")
     ap.add_argument("--workers", type=int, default=100, help="simulated workers")
     ap.add_argument("--namespaces", type=int, default=4, help="namespaces (API keys) the creates spread over")
+    ap.add_argument("--channels", type=int, default=8, help="client connections the creates spread over")
     ap.add_argument("--quick", action="store_true", help="a small run (levels 50,200; 8 workers) for tests")
     ap.add_argument("--profile", type=Path, help="write a cProfile of each level's Admin into this folder")
     ap.add_argument("--workdir", type=Path, help="keep the Admins' databases and logs here")
@@ -357,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
             args.profile.mkdir(parents=True, exist_ok=True)
         for level in levels:
             prof = args.profile / f"admin-{level}.prof" if args.profile is not None else None
-            r = run_level(level, workers, args.namespaces, root / f"level-{level}", prof)
+            r = run_level(level, workers, args.namespaces, root / f"level-{level}", prof, args.channels)
             results.append(r)
             if not args.json:
                 print(f"{level:>6} in flight: p50 {r['create_p50_ms']} ms, p99 {r['create_p99_ms']} ms, "

@@ -176,3 +176,35 @@ def test_egress_protection_is_cached_until_a_worker_joins(tmp_path: Path) -> Non
         m.store.close()
 
     asyncio.run(main())
+
+
+def test_a_burst_of_thousands_of_calls_is_served_not_cancelled(tmp_path: Path) -> None:
+    """gRPC's default pending-call limits (1,000 soft, 3,000 hard) CANCEL calls of a burst that
+    arrive before the Admin asks for them: 4,000 at once lost about a third."""
+    import grpc
+    from ale_rock.admin.server import start_admin
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    async def main() -> dict[str, int]:
+        config = AdminConfig(port=0, db_path=tmp_path / "burst.db", envs={"enabled": False}, envhub=None)
+        admin = await start_admin(config)
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{admin.port}")
+        stub = health_pb2_grpc.HealthStub(channel)
+        codes: dict[str, int] = {}
+
+        async def check() -> None:
+            try:
+                await stub.Check(health_pb2.HealthCheckRequest(), timeout=60)
+                code = "OK"
+            except grpc.aio.AioRpcError as e:
+                code = e.code().name
+            codes[code] = codes.get(code, 0) + 1
+
+        try:
+            await asyncio.gather(*(check() for _ in range(4000)))
+        finally:
+            await channel.close()
+            await admin.stop(0)
+        return codes
+
+    assert asyncio.run(main()) == {"OK": 4000}

@@ -36,6 +36,13 @@ SERVICE_NAMES = [
 ENV_SERVICE_NAME = env_pb2.DESCRIPTOR.services_by_name["EnvService"].full_name
 ENVHUB_SERVICE_NAME = env_pb2.DESCRIPTOR.services_by_name["EnvHubService"].full_name
 
+MAX_PENDING_RPCS = 1_000_000
+"""Calls gRPC may hold that arrived before the server asked for them. gRPC's defaults (1,000, hard
+limit 3,000) CANCEL the rest: a burst of a few thousand CreateSandbox calls (the scale benchmark's
+4k in flight) lost a third of them with a bare ``CANCELLED``. Callers bound their wait with deadlines."""
+PENDING_RPC_OPTIONS = [("grpc.server.max_pending_requests", MAX_PENDING_RPCS),
+                       ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_RPCS)]
+
 
 @dataclass
 class RunningAdmin:
@@ -86,7 +93,8 @@ async def start_admin(config: AdminConfig) -> RunningAdmin:
     auth = Authenticator(keys, config.join_token)
     # EnvService/EnvHubService are synchronous servicers: grpc.aio runs them in this pool.
     executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="admin-sync-rpc")
-    server = grpc.aio.server(options=server_options(16 * 2**20), migration_thread_pool=executor, interceptors=serving.strict_requests_aio())
+    server = grpc.aio.server(options=server_options(16 * 2**20, extra=PENDING_RPC_OPTIONS), migration_thread_pool=executor,
+                             interceptors=serving.strict_requests_aio())
     names = list(SERVICE_NAMES)
     hub = None
     if config.envhub is not None:
