@@ -243,9 +243,9 @@ def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, r
         with console.status("building the initial model"):
             model_dir = quietly(lambda: prepare_model(run_dir, cfg.job), run_dir / "logs" / "model.log")
         specs, endpoints = plan_services(run_dir, cfg, model_dir)
-        # All at once, then each waited for in order: they start independently (the worker retries
-        # the admin, the proxy dials the InferenceService per call), so the stack is up in the time
-        # of the slowest service rather than the sum of them.
+        # All at once, then each waited for in order: none needs another to start (the worker
+        # retries the admin until it registers; the proxy serves before the InferenceService does),
+        # so the stack is up in the time of the slowest service rather than the sum of them.
         t0 = time.monotonic()
         for spec in specs:
             stack.start(spec)
