@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import grpc
-from ale_proto.errors import error_detail_of
+from ale_proto.errors import AleError, error_from_rpc
 from ale_proto.v1 import common_pb2, env_pb2, env_pb2_grpc, sandbox_pb2
 
 from ale_rock.envhub.convert import spec_to_pb
@@ -19,12 +19,8 @@ DEFAULT_ADDRESS = "127.0.0.1:50072"
 _BACKENDS = {"docker": sandbox_pb2.SANDBOX_BACKEND_DOCKER, "local": sandbox_pb2.SANDBOX_BACKEND_LOCAL}
 
 
-class EnvHubClientError(Exception):
-    """A failed call: ``code`` (an ``ErrorCode`` name without the prefix), ``field``, message."""
-
-    def __init__(self, code: str, message: str, field: str = "") -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.code, self.message, self.field = code, message, field
+EnvHubClientError = AleError
+"""A failed call: the one hierarchy's class the server raised (``code``, ``field``, ``message``)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +107,5 @@ class EnvHubClient:
             raise _error(e) from None
 
 
-def _error(e: grpc.RpcError) -> EnvHubClientError:
-    d = error_detail_of(e)
-    return EnvHubClientError(common_pb2.ErrorCode.Name(d.code).removeprefix("ERROR_CODE_"), d.message, d.field)
+def _error(e: grpc.RpcError) -> AleError:
+    return error_from_rpc(e)
