@@ -5,6 +5,10 @@ totals always equal the store's, across every transition and a restart."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +19,7 @@ from ale_rock.admin.lifecycle import CreateRequest
 from ale_rock.admin.manager import SandboxManager
 from ale_rock.admin.records import Records
 from ale_rock.admin.state import State
-from ale_rock.admin.store import Store, WorkerRecord
+from ale_rock.admin.store import SandboxRecord, Store, WorkerRecord
 from ale_rock.admin.workers import CommitInfo
 
 
@@ -208,3 +212,52 @@ def test_a_burst_of_thousands_of_calls_is_served_not_cancelled(tmp_path: Path) -
         return codes
 
     assert asyncio.run(main()) == {"OK": 4000}
+
+
+def _record(i: int) -> SandboxRecord:
+    return SandboxRecord(id=f"sb-{i:012x}", namespace="ns", state=State.RUNNING, spec={"image": "x" * 2000},
+                         cpu_millis=100, memory_bytes=2**20, expire_time=time.time() + 3600, worker_id="w")
+
+
+def test_checkpoints_run_off_the_callers_thread(tmp_path: Path) -> None:
+    """The WAL reaches the database file by the checkpoint thread, not inside a commit."""
+    db = tmp_path / "c.db"
+    store = Store(db)
+    try:
+        assert store._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        empty = db.stat().st_size
+        for i in range(300):  # ~1,500 WAL pages: past SQLite's automatic threshold (1,000)
+            store.insert_sandbox(_record(i))
+        deadline = time.monotonic() + 10
+        while db.stat().st_size == empty and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert db.stat().st_size > empty  # the thread checkpointed
+    finally:
+        store.close()
+
+
+_KILLER = """
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[2])
+from test_rock_admin_scale import _record
+from ale_rock.admin.store import Store
+store = Store(sys.argv[1])
+for i in range(400):
+    store.insert_sandbox(_record(i))  # returned: committed
+    if i == 399:
+        print("written", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no close, no final checkpoint
+"""
+
+
+def test_every_returned_commit_survives_kill_9(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    out = subprocess.run([sys.executable, "-c", _KILLER, str(db), str(Path(__file__).parent)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == -signal.SIGKILL and out.stdout == "written\n", out.stderr[-2000:]
+    again = Store(db)
+    try:
+        assert len(again.list_sandboxes()) == 400
+        assert again.usage(namespace="ns").sandboxes == 400
+    finally:
+        again.close()

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,30 @@ def _private(path: Path) -> None:
             os.chmod(p, 0o600)
 
 
+CHECKPOINT_INTERVAL_S = 0.2
+"""How often the checkpoint thread looks for new commits to move from the WAL into the database."""
+
+
+def _checkpoints(path: str, store: weakref.ref[Store], stop: threading.Event) -> None:
+    """Checkpoint ``path`` while ``store`` is open and has committed since the last pass."""
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA busy_timeout=5000")
+        done = 0
+        while not stop.wait(CHECKPOINT_INTERVAL_S):
+            s = store()
+            if s is None:
+                return
+            commits = s.commits
+            del s  # hold no reference while sleeping: an unclosed Store is still collected
+            if commits != done:
+                with contextlib.suppress(sqlite3.Error):  # busy or closing: the next pass retries
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                done = commits
+    finally:
+        db.close()
+
+
 class Store:
     """SQLite-backed store of sandboxes, workers and committed images. Thread-safe."""
 
@@ -152,8 +177,18 @@ class Store:
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(sandboxes)")}
         if "request_hash" not in columns:  # a database from before the column
             self._db.execute("ALTER TABLE sandboxes ADD COLUMN request_hash TEXT NOT NULL DEFAULT ''")
+        self._stop = threading.Event()
+        if str(path) != ":memory:":
+            # Checkpoints (copying the WAL into the database, with an fsync) run on a thread of
+            # their own: SQLite's automatic ones ran inside whichever commit crossed 1,000 pages,
+            # on the Admin's event loop, stalling every call for an fsync. Commits are as
+            # durable as before: a commit is in the WAL when it returns; a checkpoint only moves it.
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            threading.Thread(target=_checkpoints, args=(str(path), weakref.ref(self), self._stop),
+                             name="store-checkpoint", daemon=True).start()
 
     def close(self) -> None:
+        self._stop.set()
         with self._lock:
             self._db.close()
 
