@@ -63,7 +63,9 @@ class RockletRuntime:
             f"runpy.run_module({module!r},run_name='__main__',alter_sys=True)\n"
         )
         # `-c` leaves sys.argv == ['-c', *args]; run_module(alter_sys=True) rewrites argv[0].
-        return ["python3", "-I", "-c", boot, *args]
+        # -S: no site module (the image's site-packages are not the Rocklet's: every path it
+        # imports from is set above), which is a few ms of every sandbox's start-up.
+        return ["python3", "-I", "-S", "-c", boot, *args]
 
 
 def _package_root(module_name: str) -> Path:

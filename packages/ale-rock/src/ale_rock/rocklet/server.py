@@ -7,7 +7,6 @@ picks up on the next call.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -179,13 +178,44 @@ def make_undumpable() -> bool:
         return False
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ale_rock.rocklet --socket PATH [--settings FILE] [--ready-fd N]``."""
+@dataclass
+class _Args:
+    socket: str = ""
+    settings: str = ""
+    ready_fd: int = -1
+
+
+def _parse_args(argv: list[str] | None) -> _Args:
+    """The backends' own argv (``--opt value`` pairs) without argparse: its import is a sizeable
+    share of the Rocklet's start-up, which is the sandbox's. Anything else (``--help``, a typo, a
+    missing value) goes to argparse for the usual messages."""
+    import sys
+
+    items = list(sys.argv[1:] if argv is None else argv)
+    out = _Args()
+    names = {"--socket": "socket", "--settings": "settings", "--ready-fd": "ready_fd"}
+    ok = len(items) % 2 == 0
+    for opt, value in zip(items[::2], items[1::2], strict=False):
+        name = names.get(opt)
+        if name is None or (name == "ready_fd" and not value.lstrip("-").isdigit()):
+            ok = False
+            break
+        setattr(out, name, int(value) if name == "ready_fd" else value)
+    if ok and out.socket:
+        return out
+    import argparse
+
     parser = argparse.ArgumentParser(prog="ale-rocklet")
     parser.add_argument("--socket", required=True, help="Unix socket to serve RockletService on")
     parser.add_argument("--settings", default="", help="JSON file with RockletSettings")
     parser.add_argument("--ready-fd", type=int, default=-1, help="fd to write 'ok' to once serving")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(items)
+    return _Args(args.socket, args.settings, args.ready_fd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ale_rock.rocklet --socket PATH [--settings FILE] [--ready-fd N]``."""
+    args = _parse_args(argv)
     make_undumpable()
     path = Path(args.settings) if args.settings else None
     settings = RockletSettings.from_json(path.read_text()) if path else RockletSettings()
