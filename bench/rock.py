@@ -1,9 +1,13 @@
 """ale-rock through its SDK: an Admin and a Worker on free local ports, measured end to end.
 
     python bench/rock.py --json [--concurrent 100] [--iterations 50] [--docker-runs 10] [--backend local]
+                         [--pool-size N]
 
 Every figure comes from this run, baselines included (a bare local spawn of the same command, and
 ``docker run --rm`` when an engine and an image are available). The result is one JSON object.
+With ``--backend docker`` and no ``--pool-size`` it runs twice: with the worker's warm pools off
+(``create_cold_*``: every create starts a container) and with them on, each create timed once the
+pools have refilled (``create_*``: a warm claim); the load average is part of the result.
 """
 
 from __future__ import annotations
@@ -46,6 +50,11 @@ class BenchConfig(BaseModel):
     """Memory each sandbox asks for."""
     create_concurrency: int = Field(default=4, ge=1)
     """Creates in flight at once for the concurrent workload."""
+    pool_size: int | None = None
+    """The worker's ``pool_size`` (None = its default; 0 turns warm pools off)."""
+    wait_for_pool: bool = False
+    """Docker: time each create only once the worker's warm pools have settled (every slot
+    started), so the figure is a warm claim and not a race with the refill."""
 
 
 def _pct(samples: list[float], q: float) -> float | None:
@@ -123,11 +132,13 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     result["subprocess_p50_ms"] = _pct(_timed(lambda: subprocess.run(COMMAND, check=True), cfg.iterations), 0.5)
 
     n = max(cfg.concurrent, 1) + 16
-    worker_extra = {
+    worker_extra: dict[str, Any] = {
         "backend": cfg.backend, "max_sandboxes": n,
         # Explicit overcommit for the benchmark: the worker advertises room for every sandbox's request.
         "cpu_millis": int(n * cfg.cpu * 1000) + 1000, "memory_bytes": n * 2**30,
     }
+    if cfg.pool_size is not None:
+        worker_extra["pool_size"] = cfg.pool_size
     cluster = LocalCluster(
         workers=0, worker_argv=real_worker_argv(worker_extra),
         admin_config={"max_concurrent_sandboxes": n + 10, "start_timeout_s": 120},
@@ -144,6 +155,8 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
         say(f"create → first exec × {cfg.iterations}")
         create: list[float] = []
         for _ in range(cfg.iterations):
+            if cfg.wait_for_pool:
+                _settle_pools(cluster.worker_state_dir("bench") / "docker")
             try:
                 t0 = time.perf_counter()
                 sb = Sandbox.create(client=client, **kw)  # type: ignore[arg-type]
@@ -197,6 +210,33 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     if result.get("create_p50_ms") and result.get("docker_run_p50_ms"):
         result["docker_over_create_p50"] = round(result["docker_run_p50_ms"] / result["create_p50_ms"], 2)
     return result
+
+
+def _settle_pools(root: Path, timeout_s: float = 120.0) -> None:
+    """Wait until the docker worker's warm slots (``_pool-*`` dirs) are all ready: a ready slot's
+    socket dir is sealed (0755, no longer the sandbox's), and the set stays the same for 50 ms."""
+
+    def slots() -> tuple[frozenset[str], bool]:
+        names: set[str] = set()
+        ready = True
+        for d in root.glob("_pool-*"):
+            names.add(d.name)
+            try:
+                st = (d / "sock").stat()
+                sealed = st.st_uid == 0 if os.getuid() == 0 else (st.st_mode & 0o777) == 0o755
+                ready = ready and sealed and (d / "sock" / "rocklet.sock").exists()
+            except OSError:
+                ready = False
+        return frozenset(names), ready and bool(names)
+
+    deadline = time.monotonic() + timeout_s
+    last: frozenset[str] | None = None
+    while time.monotonic() < deadline:
+        names, ready = slots()
+        if ready and names == last:
+            return
+        last = names if ready else None
+        time.sleep(0.05)
 
 
 def _direct_worker_rtt(cluster: Any, sandbox_id: str, n: int) -> list[float]:
@@ -258,10 +298,35 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--iterations", type=int, default=50, help="create→first-exec and exec samples")
     p.add_argument("--docker-runs", type=int, default=10, help="docker run --rm samples (0 = skip)")
     p.add_argument("--backend", default="local", help="backend of the sandboxes")
+    p.add_argument("--pool-size", type=int, default=None, help="the worker's warm pool floor (0 = pools off)")
     args = p.parse_args(argv)
     cfg = BenchConfig(concurrent=args.concurrent, iterations=args.iterations, docker_runs=args.docker_runs,
-                      backend=args.backend)
-    print(json.dumps(run_bench(cfg, progress=not args.json)))
+                      backend=args.backend, pool_size=args.pool_size)
+    load_before = os.getloadavg()
+    if cfg.backend == "docker" and cfg.pool_size is None:
+        result = docker_cold_and_warm(cfg, progress=not args.json)
+    else:
+        result = run_bench(cfg, progress=not args.json)
+    result["loadavg_before"] = [round(x, 2) for x in load_before]
+    result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(result))
+
+
+def docker_cold_and_warm(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
+    """Two runs of the docker backend: warm pools off (every create starts a container: the
+    ``create_cold_*`` figures, with their own ``docker run`` baseline), then on with each create
+    timed after the pools refilled (``create_*``). Ratios are to the baseline of the same run."""
+    cold = run_bench(cfg.model_copy(update={"pool_size": 0, "concurrent": 0}), progress)
+    warm = run_bench(cfg.model_copy(update={"pool_size": 2, "wait_for_pool": True}), progress)
+    out = dict(warm)
+    out["create_cold_p50_ms"], out["create_cold_p99_ms"] = cold.get("create_p50_ms"), cold.get("create_p99_ms")
+    out["docker_run_cold_phase_p50_ms"] = cold.get("docker_run_p50_ms")
+    out["failures"] = warm["failures"] + cold["failures"]
+    out["leaked"] = warm["leaked"] + cold["leaked"]
+    run = cold.get("docker_run_p50_ms")
+    if run and out["create_cold_p50_ms"]:
+        out["create_cold_over_docker_run"] = round(out["create_cold_p50_ms"] / run, 2)
+    return out
 
 
 if __name__ == "__main__":

@@ -61,9 +61,10 @@ def create_first_exec_ms(backend: Any, n: int, config: SandboxConfig | None = No
 
 def _settle(backend: Any, timeout_s: float = 120.0) -> None:
     """Wait until the warm pool is full, so no refill competes with the next timed operation."""
-    pool = getattr(backend, "_pool", None)
+    pool = backend._pool
+    shape = backend._shape(backend._pool_shape())  # the shape every create here asks for
     deadline = time.monotonic() + timeout_s
-    while pool is not None and pool.size and pool.ready() < pool.size and time.monotonic() < deadline:
+    while pool.enabled and pool.ready(shape) < max(1, pool.target(shape)) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
