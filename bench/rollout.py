@@ -391,6 +391,69 @@ def agent_native(episodes: int, concurrency: int, task_id: str, model_ms: float,
     return result
 
 
+# --- Torch threads: a real synchronous step on CPU, 1 thread vs 2 --------------------------------
+
+_THREADS_TASK = """
+def reward(prompts, completions, answer, **kwargs):
+    return [float(c.strip() == a) for c, a in zip(completions, answer)]
+"""
+
+
+def threads_config(out: Path, threads: int, completions: int, iterations: int) -> Any:
+    """The issue's workload: a tiny model, a single-turn dataset task (jsonl + reward function),
+    `completions` per step in groups of 8, async ratio 0, everything in one step's batch."""
+    from ale_roll.config import build_config
+
+    words = ["yes", "no", "maybe", "say", ":"] + [f"w{i}" for i in range(40)]
+    return build_config({
+        "output_dir": str(out / f"run-{threads}"), "config_dir": str(out), "iterations": iterations, "seed": 0,
+        "model": {"tiny": {"arch": "llama", "vocab_size": 300, "hidden_size": 64, "num_layers": 1, "num_heads": 2,
+                           "num_kv_heads": 2, "head_dim": 32, "intermediate_size": 64,
+                           "max_position_embeddings": 64, "seed": 0}, "word_vocab": words},
+        "engine": {"torch_threads": threads},
+        "env": {"data": str(out / "train.jsonl"), "reward_fn": "bench_threads_task:reward"},
+        "rollout": {"batch_size": completions, "group_size": 8, "episodes_in_flight": completions,
+                    "max_batch": completions, "max_turns": 1, "max_new_tokens": 4, "async_ratio": 0,
+                    "observation_template": "{observation} :", "env_threads": False, "filters": ["env_noise"]},
+        "algorithm": {"loss": "ipa", "config": {"advantage": {"group_norm": True}}},
+        "eval": {"episodes": 0}, "checkpoint": {"every": 0, "resume": False},
+        "metrics": {"tensorboard": False, "plot": False, "progress": False},
+    })
+
+
+def torch_threads(completions: int = 256, iterations: int = 4, rounds: int = 3) -> dict[str, Any]:
+    """Median step time with 1 and 2 torch threads, alternating runs in this process (a shared
+    machine's load then hits both alike); the first step of each run (warm-up) is left out."""
+    import os
+    import tempfile
+
+    import torch
+    from ale_roll.trainer.controller import Controller
+    from ale_roll.trainer.setup import build_policy
+
+    out = Path(tempfile.mkdtemp(prefix="ale-threads-"))
+    (out / "bench_threads_task.py").write_text(_THREADS_TASK)
+    (out / "train.jsonl").write_text("".join(
+        json.dumps({"prompt": f"say {w}", "answer": w}) + "\n" for w in ["yes", "no", "maybe"] * 11))
+    policy = build_policy(threads_config(out, 1, completions, iterations))
+    steps: dict[int, list[float]] = {1: [], 2: []}
+    gen: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(rounds):
+        for threads in (1, 2):
+            records: list[dict[str, Any]] = []
+            torch.set_num_threads(threads)
+            Controller(threads_config(out, threads, completions, iterations), policy=policy,
+                       on_step=lambda _s, m, rec=records: rec.append(m)).run()  # type: ignore[misc]
+            steps[threads] += [float(m["time/step_s"]) for m in records[1:]]
+            gen[threads] += [float(m["time/generate_s"]) for m in records[1:]]
+    med = {t: statistics.median(v) for t, v in steps.items()}
+    return {"completions_per_step": completions, "step_s_1_thread": round(med[1], 4),
+            "step_s_2_threads": round(med[2], 4), "two_vs_one_threads": round(med[2] / med[1], 3),
+            "generate_s_1_thread": round(statistics.median(gen[1]), 4),
+            "generate_s_2_threads": round(statistics.median(gen[2]), 4),
+            "goal_two_vs_one": 0.8, "load": os.getloadavg()}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", action="store_true", help="print only the JSON result")
@@ -401,6 +464,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--agent-task", default="csv-sales-rollup", help="built-in task id of the agent-native episodes")
     p.add_argument("--model-ms", type=float, default=0.0, help="the scripted model's time per call")
     p.add_argument("--no-baseline", action="store_true", help="skip the before-this-round CLI agent")
+    p.add_argument("--threads-completions", type=int, default=256,
+                   help="completions per step of the 1-vs-2 torch threads section (0: skip)")
     args = p.parse_args(argv)
     w = Workload(**{k: getattr(args, k) for k in Workload().__dict__})
     sync_s = asyncio.run(run_sync(w))
@@ -423,6 +488,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "max_staleness": {"ratio_1": a1["max_staleness"], "ratio_2": a2["max_staleness"]},
         "dropped": {"ratio_1": a1["dropped"], "ratio_2": a2["dropped"]},
     }
+    if args.threads_completions > 0:
+        result["torch_threads"] = torch_threads(args.threads_completions)
+        result["two_vs_one_threads"] = result["torch_threads"]["two_vs_one_threads"]
     if args.agent_episodes > 0:
         an = agent_native(args.agent_episodes, args.agent_concurrency, args.agent_task, args.model_ms,
                           not args.no_baseline)  # fmt: skip

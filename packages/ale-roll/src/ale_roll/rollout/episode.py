@@ -55,6 +55,19 @@ class AsyncGemEnv(Protocol):
     async def aclose(self) -> None: ...
 
 
+_ASYNC_ENV_TYPES: dict[type, bool] = {}
+
+
+def _is_async_env(env: Any) -> bool:
+    """`isinstance(env, AsyncGemEnv)`, remembered per class: a runtime-checkable Protocol's check
+    walks the Protocol's attributes on every call (~9 µs on Python 3.11, on the event loop, once per
+    episode), 100x the dict lookup."""
+    known = _ASYNC_ENV_TYPES.get(type(env))
+    if known is None:
+        known = _ASYNC_ENV_TYPES[type(env)] = isinstance(env, AsyncGemEnv)
+    return known
+
+
 class RewardFn(Protocol):
     """Final reward of a finished trajectory; may be sync or async (rule, test run, reward model)."""
 
@@ -149,7 +162,7 @@ class EpisodeRunner:
         params = params or self.params
         version = self.generator.policy_version
         env = await self._env_call(self.env_factory)
-        is_async = isinstance(env, AsyncGemEnv)
+        is_async = _is_async_env(env)
         try:
             if is_async:
                 obs, info = await self._env_acall(env.areset, seed)

@@ -79,13 +79,21 @@ class BatchingGenerator:
     async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Generation:
         self._start()
         assert self._queue is not None
-        req = _Request(list(prompt_ids), params, asyncio.get_running_loop().create_future())
-        await self._queue.put(req)
+        loop = asyncio.get_running_loop()
+        req = _Request(list(prompt_ids), params, loop.create_future())
+        self._queue.put_nowait(req)
+        # A timer per request, not wait_for + shield: those add two tasks per request on the event
+        # loop, which a 256-episode step pays 256 times on one core however many torch threads run.
+        timer = loop.call_later(self.timeout_s, self._expire, req)
         try:
-            return await asyncio.wait_for(asyncio.shield(req.future), self.timeout_s)
-        except asyncio.TimeoutError:
+            return await req.future
+        finally:
+            timer.cancel()
+
+    def _expire(self, req: _Request) -> None:
+        if not req.future.done():
             self.engine.abort(req.request_id)
-            raise GenerationTimeout(f"generation {req.request_id} exceeded {self.timeout_s}s") from None
+            req.future.set_exception(GenerationTimeout(f"generation {req.request_id} exceeded {self.timeout_s}s"))
 
     async def _dispatch(self) -> None:
         assert self._queue is not None and self._engine_lock is not None
@@ -95,11 +103,15 @@ class BatchingGenerator:
             batch = [first]
             deadline = loop.time() + self.window_s
             while len(batch) < self.max_batch:
+                if not self._queue.empty():  # take what is queued without a wait_for per request
+                    batch.append(self._queue.get_nowait())
+                    continue
                 remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
                 try:
-                    batch.append(self._queue.get_nowait() if remaining <= 0 else
-                                 await asyncio.wait_for(self._queue.get(), remaining))
-                except (asyncio.QueueEmpty, asyncio.TimeoutError):
+                    batch.append(await asyncio.wait_for(self._queue.get(), remaining))
+                except asyncio.TimeoutError:
                     break
             # Requests with different sampling params go in separate engine calls.
             by_params: dict[SamplingParams, list[_Request]] = {}
