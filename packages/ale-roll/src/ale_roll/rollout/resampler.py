@@ -117,6 +117,12 @@ class ChunkResampler:
         self._count("resampling/episodes")
         return traj
 
+    def close(self) -> None:
+        """Cancel fork searches still running (rollout is stopping; their episodes are cancelled)."""
+        for task in self._plans.values():
+            task.cancel()
+        self._plans.clear()
+
     def imitation_targets(self, batch: Sequence[Trajectory]) -> list[tuple[Trajectory, int]]:
         """(expert, fork) of every resampled group in `batch` none of whose rollouts succeeded."""
         groups: dict[str, list[Trajectory]] = {}

@@ -324,6 +324,8 @@ class Controller:
         finally:
             self.scheduler.stop()
             await sched
+            if self.resampler is not None:
+                self.resampler.close()
 
     async def train_async(self) -> dict[str, Any]:
         """Resume or warm up, train `iterations` steps, evaluate, checkpoint, plot."""
