@@ -49,7 +49,7 @@ def run_admin(config_path: Path, ready: Path, stats: Path, profile: Path | None)
     from ale_rock.admin.logs import configure
     from ale_rock.admin.store import Store
 
-    stores: list[Store] = []
+    stores: list[Any] = []  # CountedStore instances
 
     class CountedStore(Store):
         """Counts its own write transactions, so the same bench measures an Admin from before
@@ -108,7 +108,7 @@ async def run_workers(admin: str, count: int, ready: Path) -> None:
         def __init__(self, wid: str) -> None:
             self.wid = wid
             self.secret = new_secret()
-            self.sandboxes: dict[str, int] = {}
+            self.sandboxes: dict[str, Any] = {}  # id → SandboxState
             self.calls = 0
 
         async def _check(self, context: Any) -> None:
@@ -271,8 +271,9 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def run_level(level: int, workers: int, namespaces: int, workdir: Path, profile: Path | None,
-              channels: int = 8) -> dict[str, Any]:
-    """One fresh Admin + simulated workers; one burst of ``level`` creates."""
+              channels: int = 8, admin_src: Path | None = None) -> dict[str, Any]:
+    """One fresh Admin + simulated workers; one burst of ``level`` creates. ``admin_src``: run the
+    Admin from that ``ale_rock`` source tree instead (a baseline checkout)."""
     import yaml
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -292,7 +293,10 @@ def run_level(level: int, workers: int, namespaces: int, workdir: Path, profile:
     if profile is not None:
         argv += ["--profile-out", str(profile)]
     log = (workdir / "admin.log").open("wb")
-    admin = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    env = dict(os.environ)
+    if admin_src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(admin_src), env.get("PYTHONPATH", "")]))
+    admin = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env)
     sim: subprocess.Popen[bytes] | None = None
     try:
         port = int(_wait_file(ready, admin, "admin"))
@@ -346,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=100, help="simulated workers")
     ap.add_argument("--namespaces", type=int, default=4, help="namespaces (API keys) the creates spread over")
     ap.add_argument("--channels", type=int, default=8, help="client connections the creates spread over")
+    ap.add_argument("--baseline-src", type=Path,
+                    help="also run each level against the Admin of this ale_rock source tree (e.g. "
+                         "`git archive REV packages/ale-rock/src | tar -x -C DIR`, then DIR/packages/ale-rock/src)")
     ap.add_argument("--quick", action="store_true", help="a small run (levels 50,200; 8 workers) for tests")
     ap.add_argument("--profile", type=Path, help="write a cProfile of each level's Admin into this folder")
     ap.add_argument("--workdir", type=Path, help="keep the Admins' databases and logs here")
@@ -373,7 +380,17 @@ def main(argv: list[str] | None = None) -> int:
             args.profile.mkdir(parents=True, exist_ok=True)
         for level in levels:
             prof = args.profile / f"admin-{level}.prof" if args.profile is not None else None
+            if args.baseline_src is not None:
+                base = run_level(level, workers, args.namespaces, root / f"baseline-{level}", None, args.channels,
+                                 args.baseline_src.resolve())
             r = run_level(level, workers, args.namespaces, root / f"level-{level}", prof, args.channels)
+            if args.baseline_src is not None:
+                r["baseline"] = base
+                r["vs_baseline"] = {
+                    k: round(base[k] / r[k], 2) if r[k] else None
+                    for k in ("create_p50_ms", "create_p99_ms", "admin_cpu_s")
+                } | {"creates_per_s": round(r["creates_per_s"] / base["creates_per_s"], 2)
+                     if base["creates_per_s"] else None}
             results.append(r)
             if not args.json:
                 print(f"{level:>6} in flight: p50 {r['create_p50_ms']} ms, p99 {r['create_p99_ms']} ms, "
@@ -383,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
         "bench": "scale", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join(["python", "bench/scale.py", *(argv if argv is not None else sys.argv[1:])]),
         "uptime_before": uptime, "uptime_after": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
-        "cpus": os.cpu_count(), "levels": results,
+        "cpus": os.cpu_count(), "baseline_src": str(args.baseline_src) if args.baseline_src else None,
+        "levels": results,
     }
     if args.json:
         print(json.dumps(out, indent=2))

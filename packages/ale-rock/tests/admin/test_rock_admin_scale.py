@@ -261,3 +261,23 @@ def test_every_returned_commit_survives_kill_9(tmp_path: Path) -> None:
         assert again.usage(namespace="ns").sandboxes == 400
     finally:
         again.close()
+
+
+def test_memoised_spec_conversion_equals_json_format_and_hands_out_fresh_objects() -> None:
+    from ale_proto.v1 import common_pb2, sandbox_pb2
+    from ale_rock.admin.convert import spec_from_dict, spec_to_dict
+    from google.protobuf import json_format
+
+    spec = sandbox_pb2.SandboxSpec(image="python:3.11", env={"A": "1"}, ttl_seconds=60,
+                                   resources=common_pb2.Resources(cpu_millis=100, memory_bytes=2**26))
+    for _ in range(2):  # a miss, then a hit
+        d = spec_to_dict(spec)
+        assert d == json_format.MessageToDict(spec, preserving_proto_field_name=True)
+        back = spec_from_dict(d)
+        assert back == json_format.ParseDict(d, sandbox_pb2.SandboxSpec(), ignore_unknown_fields=True) == spec
+        d["image"] = "changed"  # callers own what they get: the next call is unaffected
+        back.image = "changed"
+    big = sandbox_pb2.SandboxSpec(env={f"K{i}": "v" * 100 for i in range(300)})  # past the cache's size bound
+    assert spec_from_dict(spec_to_dict(big)) == big
+    with pytest.raises(json_format.ParseError):
+        spec_from_dict({"ttl_seconds": "not a number"})
