@@ -137,7 +137,12 @@ def agent_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     host_proxy = serve_model_proxy(ModelProxyConfig())
     sandbox_proxy = serve_model_proxy(ModelProxyConfig(public_base_url="http://model-proxy:80"))
     workdir: Path = tmp_path_factory.mktemp("roll-agent-cluster")
-    argv = real_worker_argv({"model_proxy_address": sandbox_proxy.http_url.removeprefix("http://")})
+    # Room for 16 one-core sandboxes whatever the machine: the worker offers its core count by
+    # default, and on 2 cores a sandbox whose delete is still landing (a killed one, the last
+    # test's) made the next create RESOURCE_EXHAUSTED — an extra rollout exception or an eval
+    # error that depended on the machine's speed. Agents here mostly wait on the scripted model.
+    argv = real_worker_argv({"model_proxy_address": sandbox_proxy.http_url.removeprefix("http://"),
+                             "cpu_millis": 16000})
     try:
         with LocalCluster(workers=1, workdir=workdir, worker_argv=argv) as cluster:
             yield Stack(cluster, host_proxy, sandbox_proxy, engine, f"127.0.0.1:{port}", tok)
