@@ -421,7 +421,7 @@ def threads_config(out: Path, threads: int, completions: int, iterations: int) -
     })
 
 
-def torch_threads(completions: int = 256, iterations: int = 4, rounds: int = 3) -> dict[str, Any]:
+def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 4) -> dict[str, Any]:
     """Median step time with 1 and 2 torch threads, alternating runs in this process (a shared
     machine's load then hits both alike); the first step of each run (warm-up) is left out."""
     import os
