@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ale_proto.config import write_private
 from ale_proto.serving import free_port
 
 from ale.config import ConfigError, UpConfig, load_config
@@ -49,18 +50,6 @@ SECRETS_DIR = "secrets"
 """Under the run dir (mode 0700): the services' secret config files and ``client.env``, each 0600."""
 CLIENT_ENV = "client.env"
 """``KEY=value`` lines a client of the kept stack needs (``ale env`` prints them as exports)."""
-
-
-def write_private(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` readable by this user only (0600 from creation, whatever the umask):
-    secrets go to services in such files, never on a command line every local user can read."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.parent.chmod(0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    path.chmod(0o600)
-    return path
 
 
 def plan_services(run_dir: Path, cfg: UpConfig, model_dir: Path | None = None) -> tuple[list[ServiceSpec], dict[str, str]]:

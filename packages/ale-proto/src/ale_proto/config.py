@@ -43,6 +43,22 @@ class ConfigError(ValueError):
     names the source and the key."""
 
 
+# -- secrets ------------------------------------------------------------------------------------
+
+def write_private(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` readable by this user only (0600 from creation, whatever the umask;
+    its folder 0700): secrets go to services in such files (``--config``), never on a command line
+    every local user can read in ``/proc/<pid>/cmdline``."""
+    path = Path(path)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.chmod(0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    path.chmod(0o600)
+    return path
+
+
 # -- merging -----------------------------------------------------------------------------------
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

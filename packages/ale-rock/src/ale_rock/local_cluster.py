@@ -10,6 +10,7 @@ trying the SDK on one machine::
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -24,25 +25,34 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from ale_proto.config import write_private
 
 from ale_rock.sdk.client import AsyncClient, Client
 
-WorkerArgv = Callable[[str, str, str, Path], list[str]]
-"""(admin address, join token, worker id, state dir) → the command line of one worker."""
+WorkerArgv = Callable[[str, Path, str, Path], list[str]]
+"""(admin address, secrets file, worker id, state dir) → the command line of one worker.
+
+The secrets file (0600, JSON, so also YAML) holds ``{"join_token": ...}``: a secret goes to a
+worker in it, never on its command line, which every local user can read in /proc/<pid>/cmdline."""
 
 
 def real_worker_argv(extra: dict[str, Any] | None = None) -> WorkerArgv:
-    """Command line of a real ``ale-rock worker`` with ``--set`` overrides (``extra`` adds more)."""
+    """Command line of a real ``ale-rock worker``: ``--config`` the secrets file, ``--set``
+    overrides (``extra`` adds more; keep secrets out of it)."""
 
-    def argv(admin: str, token: str, worker_id: str, state_dir: Path) -> list[str]:
-        settings = {"admin_address": admin, "join_token": token, "worker_id": worker_id,
+    def argv(admin: str, secrets_file: Path, worker_id: str, state_dir: Path) -> list[str]:
+        settings = {"admin_address": admin, "worker_id": worker_id,
                     "address": "127.0.0.1:0", "state_dir": str(state_dir), **(extra or {})}
-        out = [sys.executable, "-m", "ale_rock.cli", "worker"]
+        out = [sys.executable, "-m", "ale_rock.cli", "worker", "--config", str(secrets_file)]
         for k, v in settings.items():
             out += ["--set", f"{k}={v}"]
         return out
 
     return argv
+
+
+SECRETS_DIR = "secrets"
+"""Under the cluster's dir (0700): the admin's and the workers' secret config files, each 0600."""
 
 
 @dataclass
@@ -95,12 +105,13 @@ class LocalCluster:
             "api_keys": {k: ns for ns, k in self.namespaces.items()}, "join_token": self.join_token,
             **self.admin_config,
         }
-        (self.dir / "admin.yaml").write_text(yaml.safe_dump(cfg))
+        # API keys and the join token: a 0600 file, never the command line.
+        admin_yaml = write_private(self.dir / SECRETS_DIR / "admin.yaml", yaml.safe_dump(cfg))
         ready = self.dir / "admin.port"
         ready.unlink(missing_ok=True)
         log = self.dir / "admin.log"
         self.admin = _Proc(subprocess.Popen(
-            [sys.executable, "-m", "ale_rock.cli", "admin", "--config", str(self.dir / "admin.yaml"),
+            [sys.executable, "-m", "ale_rock.cli", "admin", "--config", str(admin_yaml),
              "--ready-file", str(ready)],
             stdout=subprocess.DEVNULL, stderr=log.open("ab"), start_new_session=True,
         ), log)
@@ -129,8 +140,10 @@ class LocalCluster:
         state = self.worker_state_dir(wid)
         state.mkdir(exist_ok=True)
         log = self.dir / f"worker-{wid}.log"
+        secrets_file = write_private(self.dir / SECRETS_DIR / "worker.yaml",
+                                     json.dumps({"join_token": self.join_token}) + "\n")
         self.worker_procs[wid] = _Proc(subprocess.Popen(
-            self.worker_argv(self.address, self.join_token, wid, state),
+            self.worker_argv(self.address, secrets_file, wid, state),
             stdout=subprocess.DEVNULL, stderr=log.open("ab"), start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         ), log)

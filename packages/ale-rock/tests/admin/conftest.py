@@ -15,8 +15,8 @@ FAKE_WORKER = Path(__file__).with_name("rock_fake_worker.py")
 
 
 def fake_worker_argv(cpu_millis: int = 8000, memory_bytes: int = 16 * 2**30) -> Any:
-    def argv(admin: str, token: str, wid: str, state: Path) -> list[str]:
-        return [sys.executable, str(FAKE_WORKER), "--admin", admin, "--token", token, "--id", wid,
+    def argv(admin: str, secrets_file: Path, wid: str, state: Path) -> list[str]:
+        return [sys.executable, str(FAKE_WORKER), "--admin", admin, "--secrets", str(secrets_file), "--id", wid,
                 "--cpu-millis", str(cpu_millis), "--memory-bytes", str(memory_bytes)]
 
     return argv

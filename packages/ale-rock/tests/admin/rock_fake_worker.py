@@ -8,11 +8,13 @@ it exercises the Admin's scheduling, state machine and forwarding, not isolation
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import threading
 import time
 from concurrent import futures
+from pathlib import Path
 
 import grpc
 from ale_proto import errors
@@ -129,11 +131,12 @@ def register_loop(admin: str, token: str, info: worker_pb2.WorkerInfo, secret: s
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--admin", required=True)
-    ap.add_argument("--token", required=True)
+    ap.add_argument("--secrets", required=True, help="the cluster's 0600 JSON file with the join token")
     ap.add_argument("--id", required=True)
     ap.add_argument("--cpu-millis", type=int, default=8000)
     ap.add_argument("--memory-bytes", type=int, default=16 * 2**30)
     args = ap.parse_args()
+    token = json.loads(Path(args.secrets).read_text())["join_token"]
     # Sealed like a real worker: only the admin (which learns the secret at RegisterWorker) gets in.
     secret = new_secret()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), interceptors=[WorkerSecretInterceptor(secret)])
@@ -147,7 +150,7 @@ def main() -> None:
         backends=[sandbox_pb2.SANDBOX_BACKEND_DOCKER],  # it "starts" any image, as a docker worker would
     )
     threading.Thread(target=register_loop, args=(f"127.0.0.1:{args.admin}" if args.admin.isdigit() else args.admin,
-                                                  args.token, info, secret), daemon=True).start()
+                                                  token, info, secret), daemon=True).start()
     server.wait_for_termination()
 
 
