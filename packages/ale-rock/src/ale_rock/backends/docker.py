@@ -446,7 +446,8 @@ class DockerBackend:
         except self._errors.NotFound:
             pass
         except self._errors.APIError as e:
-            if "already in progress" not in str(e):
+            # 409 Conflict: with force=True the one conflict is "removal already in progress".
+            if e.status_code != 409:
                 raise DockerBackendError(f"cannot remove sandbox {sandbox_id}: {_reason(e)}") from e
         unmount_under(host_dir)  # the socket tmpfs, a read-only root's work dir
         shutil.rmtree(host_dir, ignore_errors=True)
