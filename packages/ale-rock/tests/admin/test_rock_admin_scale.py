@@ -137,7 +137,7 @@ def test_a_create_costs_the_same_store_work_with_1_or_60_workers(tmp_path: Path)
     small = asyncio.run(cost(1, tmp_path / "one.db"))
     large = asyncio.run(cost(60, tmp_path / "sixty.db"))
     assert large == small
-    assert small[1] == 2 and small[0] <= 4
+    assert small[1] == 2 and small[0] <= 2  # e.g. the RUNNING row read back; none per worker
 
 
 def test_quotas_and_placement_still_see_every_sandbox(tmp_path: Path) -> None:
@@ -281,3 +281,27 @@ def test_memoised_spec_conversion_equals_json_format_and_hands_out_fresh_objects
     assert spec_from_dict(spec_to_dict(big)) == big
     with pytest.raises(json_format.ParseError):
         spec_from_dict({"ttl_seconds": "not a number"})
+
+
+def test_a_cleanup_pass_reads_only_the_sandboxes_it_may_act_on(tmp_path: Path) -> None:
+    """Each pass (every second) parsed every live row: at 16k sandboxes, most of a core's second."""
+    store = Store(tmp_path / "x.db")
+    try:
+        now = time.time()
+        for i in range(50):  # long TTL, no idle timeout: nothing to do
+            store.insert_sandbox(_record(i))
+        rows = {
+            "expired": _record(100), "expired_stopped": _record(101), "idle": _record(102),
+            "idle_but_stopped": _record(103), "deleted_expired": _record(104),
+        }
+        rows["expired"].expire_time = rows["expired_stopped"].expire_time = now - 1
+        rows["deleted_expired"].expire_time = now - 1
+        rows["idle"].idle_timeout_s = rows["idle_but_stopped"].idle_timeout_s = 60
+        rows["expired_stopped"].state = rows["idle_but_stopped"].state = State.STOPPED
+        rows["deleted_expired"].state = State.DELETED
+        for r in rows.values():
+            store.insert_sandbox(r)
+        got = {r.id for r in store.cleanup_candidates(now)}
+        assert got == {rows[k].id for k in ("expired", "expired_stopped", "idle")}
+    finally:
+        store.close()

@@ -284,8 +284,7 @@ class SandboxLifecycle:
     def expire(self) -> None:
         """One pass of TTL, idle and retention checks (the deletes and stops run in the background)."""
         now = time.time()
-        for rec in self._store.list_sandboxes(states=[State.PENDING, State.RUNNING, State.STOPPED, State.FAILED,
-                                                      State.LOST]):
+        for rec in self._store.cleanup_candidates(now):
             if rec.id in self._cleaning or rec.id in self._starts:
                 continue
             if rec.expire_time <= now:

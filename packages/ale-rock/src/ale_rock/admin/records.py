@@ -89,8 +89,10 @@ class Records:
         return self._live.get(sandbox_id) or self.store.get_sandbox(sandbox_id)
 
     def load(self, sandbox_id: str) -> SandboxRecord | None:
-        """The record as the store holds it now."""
-        return self.store.get_sandbox(sandbox_id)
+        """The record as the store holds it now: the cached one when cached (every write goes
+        through here and re-reads the row, so the two are the same; a create read it back three
+        times), else from the store."""
+        return self._live.get(sandbox_id) or self.store.get_sandbox(sandbox_id)
 
     def insert(self, rec: SandboxRecord) -> None:
         self.store.insert_sandbox(rec)

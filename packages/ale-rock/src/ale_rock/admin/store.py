@@ -247,6 +247,16 @@ class Store:
         rows = self._read(f"SELECT {_COLUMNS} FROM sandboxes {clause} ORDER BY create_time, id", args)
         return [_row_to_record(r) for r in rows]
 
+    def cleanup_candidates(self, now: float) -> list[SandboxRecord]:
+        """Sandboxes (not DELETED) past their TTL at ``now``, and running ones with an idle timeout:
+        the only ones a cleanup pass acts on. Filtered here, not by parsing every row each pass."""
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM sandboxes WHERE state != ? AND (expire_time <= ? OR "
+            "(state = ? AND idle_timeout_s > 0)) ORDER BY create_time, id",
+            (State.DELETED.value, now, State.RUNNING.value),
+        )
+        return [_row_to_record(r) for r in rows]
+
     def usage(self, namespace: str | None = None, worker_id: str | None = None) -> Usage:
         """Totals of the active sandboxes of a namespace and/or worker (all when both None)."""
         where, args = [f"state IN ({','.join('?' * len(ACTIVE))})"], [s.value for s in ACTIVE]
