@@ -124,6 +124,9 @@ class RemoteInferenceEngine:
         self._version = update.version
         return update
 
+    def close(self) -> None:
+        """Nothing here: the cluster owns the inference actor and ends it with the cluster."""
+
 
 class RemoteEnv:
     """One environment living in an `EnvWorkerActor` (gem's reset/step/close)."""

@@ -177,3 +177,8 @@ class InferenceEngine(Protocol):
     def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
         """Load new weights (named tensors or a safetensors file) and report what was received."""
         ...
+
+    def close(self) -> None:
+        """Release what the engine holds beyond memory (vLLM's engine-core process, a client's channel);
+        a no-op where there is none."""
+        ...

@@ -158,6 +158,9 @@ class HFInferenceEngine:
         attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long)
         return ids.to(self.device), attn.to(self.device)
 
+    def close(self) -> None:
+        """Nothing to release (the model is plain memory)."""
+
     def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
         tensors = read_weight_source(weights)
         own = self.model.state_dict()

@@ -13,9 +13,12 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from ale_roll.engines.base import InferenceEngine
 
 
 class InferenceServeConfig(BaseModel):
@@ -47,7 +50,7 @@ class InferenceServeConfig(BaseModel):
     """Bearer token clients must send; None serves without authentication (loopback use)."""
 
 
-def _build_engine(cfg: InferenceServeConfig) -> tuple[Any, Any, int]:
+def _build_engine(cfg: InferenceServeConfig) -> tuple[InferenceEngine, Any, int]:
     """``(engine, tokenizer, max_model_len)``."""
     from ale_roll.models import load_tokenizer, resolve_model
 
@@ -95,6 +98,4 @@ def run_inference_server(cfg: InferenceServeConfig, log: Any = print) -> None:
     finally:
         servicer.close()
         server.stop(grace=2).wait(10)
-        shutdown = getattr(engine, "shutdown", None)
-        if shutdown is not None:
-            shutdown()
+        engine.close()

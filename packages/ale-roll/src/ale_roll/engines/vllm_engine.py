@@ -262,6 +262,10 @@ class VLLMInferenceEngine:
         if core is not None and hasattr(core, "shutdown"):
             core.shutdown()
 
+    def close(self) -> None:
+        """The InferenceEngine Protocol's name for :meth:`shutdown`."""
+        self.shutdown()
+
 
 # vLLM's finish_reason strings → ours (anything else, e.g. a stop string, is a normal stop).
 _VLLM_REASONS = {"stop": StopReason.STOP, "length": StopReason.LENGTH, "abort": StopReason.ABORTED}

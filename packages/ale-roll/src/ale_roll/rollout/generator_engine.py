@@ -56,6 +56,9 @@ class GeneratorEngine:
         """Not mapped: a request here is bounded by the generator's timeout, which aborts on the engine."""
         return False
 
+    def close(self) -> None:
+        """Nothing of its own: the generator and its engine belong to the controller, which closes them."""
+
     def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
         """Load weights into the generator's engine, inside ``generator.paused()`` (nothing generates meanwhile)."""
 
