@@ -24,7 +24,7 @@ from pathlib import Path
 
 CONFIG = """
 name: lock-resampling-bench
-seed: 0
+seed: {seed}
 iterations: {iterations}
 model:
   tiny: {{arch: llama, vocab_size: 300, hidden_size: 128, num_layers: 2, num_heads: 4, num_kv_heads: 4,
@@ -102,6 +102,7 @@ def main() -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--iterations", type=int, default=30)
     p.add_argument("--sft-steps", type=int, default=0, help="masked-SFT warm-up steps on 64 expert demos (0 = none)")
+    p.add_argument("--seed", type=int, default=0, help="run seed (sampling, SFT batches); the model init is fixed")
     p.add_argument("--eval", type=int, default=200, help="held-out evaluation episodes")
     p.add_argument("--work", default=None)
     p.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -111,11 +112,12 @@ def main() -> None:
         return
     work = Path(args.work or tempfile.mkdtemp(prefix="ale-bench-resampling-"))
     work.mkdir(parents=True, exist_ok=True)
-    (work / "lock.yaml").write_text(CONFIG.format(iterations=args.iterations, sft_steps=args.sft_steps, eval=args.eval))
+    (work / "lock.yaml").write_text(CONFIG.format(iterations=args.iterations, sft_steps=args.sft_steps, eval=args.eval,
+                                                   seed=args.seed))
     write_demos(work / "experts.jsonl", range(0, 64 // 4 * args.iterations + 64))
     write_demos(work / "experts_sft.jsonl", range(500_000, 500_064))  # SFT warm-up demos: other seeds
     result: dict = {"task": "DigitLock-v0 (3 digits, 5 guesses), tiny random-init llama", "iterations": args.iterations,
-                    "sft_steps": args.sft_steps, "eval_episodes": args.eval, "load_avg_start": os.getloadavg()[0]}
+                    "sft_steps": args.sft_steps, "seed": args.seed, "eval_episodes": args.eval, "load_avg_start": os.getloadavg()[0]}
     for name, flag in (("without", "0"), ("with", "1")):
         proc = subprocess.run([sys.executable, __file__, "--child", str(work / "lock.yaml"), str(work / name), flag],
                               capture_output=True, text=True)
