@@ -162,6 +162,10 @@ class ScriptedEngine:
     reply: str
     model_ms: float = 0.0
     version: int = 0
+    max_model_len = 0  # the InferenceEngine Protocol's: no length check of its own
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     @property
     def policy_version(self) -> int:

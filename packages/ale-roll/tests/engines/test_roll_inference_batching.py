@@ -38,6 +38,13 @@ class CountingEngine:
     def update_weights(self, weights, version):
         return self.inner.update_weights(weights, version)
 
+    @property
+    def max_model_len(self) -> int:
+        return self.inner.max_model_len
+
+    def close(self) -> None:
+        self.inner.close()
+
 
 def _start(engine, tokenizer, **kw):
     servicer = InferenceServicer(engine, tokenizer, backend="hf", **kw)

@@ -58,6 +58,10 @@ class ScriptedEngine:
     """Called with the decoded prompt before answering (tests kill sandboxes from here)."""
     log: list[Generation] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    max_model_len = 0  # the InferenceEngine Protocol's: no length check of its own
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     @property
     def policy_version(self) -> int:

@@ -124,6 +124,11 @@ class RemoteInferenceEngine:
         self._version = update.version
         return update
 
+    @property
+    def max_model_len(self) -> int:
+        """0: the actor's engine checks lengths itself."""
+        return 0
+
     def close(self) -> None:
         """Nothing here: the cluster owns the inference actor and ends it with the cluster."""
 

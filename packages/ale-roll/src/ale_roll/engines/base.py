@@ -178,6 +178,12 @@ class InferenceEngine(Protocol):
         """Load new weights (named tensors or a safetensors file) and report what was received."""
         ...
 
+    @property
+    def max_model_len(self) -> int:
+        """Longest prompt + completion the engine serves; 0 where it does not check lengths itself
+        (a remote service checks them on its side)."""
+        ...
+
     def close(self) -> None:
         """Release what the engine holds beyond memory (vLLM's engine-core process, a client's channel);
         a no-op where there is none."""

@@ -158,6 +158,10 @@ class HFInferenceEngine:
         attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long)
         return ids.to(self.device), attn.to(self.device)
 
+    @property
+    def max_model_len(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
+
     def close(self) -> None:
         """Nothing to release (the model is plain memory)."""
 

@@ -64,6 +64,11 @@ class InferenceClient:
         self.channel.close()
 
     @property
+    def max_model_len(self) -> int:
+        """0: the InferenceService checks lengths on its side (its GetModelInfo reports them)."""
+        return 0
+
+    @property
     def policy_version(self) -> int:
         return int(self.model_info().policy_version)
 

@@ -65,14 +65,6 @@ def sampling_from_proto(p: Any, default_max_tokens: int) -> SamplingParams:
     )
 
 
-def _context_len(engine: Any) -> int:
-    """The engine's context length when it exposes one (HF model config, vLLM engine config), else 0."""
-    cfg = getattr(getattr(engine, "model", None), "config", None)
-    if cfg is not None and getattr(cfg, "max_position_embeddings", None):
-        return int(cfg.max_position_embeddings)
-    return int(getattr(getattr(engine, "config", None), "max_model_len", 0) or 0)
-
-
 def stop_at_strings(token_ids: list[int], stops: list[str], decode: Any) -> tuple[int, str] | None:
     """``(n, text)``: the shortest prefix of ``token_ids`` whose text holds a stop string, and that
     text cut just before the stop string; None when no stop string occurs."""
@@ -101,7 +93,7 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
                  default_max_tokens: int = 256, batch_window_s: float = 0.002, max_batch: int = 256) -> None:
         self.engine, self.tokenizer, self.model_name = engine, tokenizer, model_name
         self.backend = backend or type(engine).__name__.removesuffix("InferenceEngine").lower()
-        self.max_model_len = max_model_len or _context_len(engine)
+        self.max_model_len = max_model_len or engine.max_model_len
         self.token, self.default_max_tokens = token, default_max_tokens
         self._params_cache: dict[bytes, SamplingParams] = {}
         self.batcher = MicroBatcher(engine, max_model_len=self.max_model_len, window_s=batch_window_s,

@@ -262,6 +262,10 @@ class VLLMInferenceEngine:
         if core is not None and hasattr(core, "shutdown"):
             core.shutdown()
 
+    @property
+    def max_model_len(self) -> int:
+        return int(self.config.max_model_len)
+
     def close(self) -> None:
         """The InferenceEngine Protocol's name for :meth:`shutdown`."""
         self.shutdown()

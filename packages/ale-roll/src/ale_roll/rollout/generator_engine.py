@@ -56,6 +56,11 @@ class GeneratorEngine:
         """Not mapped: a request here is bounded by the generator's timeout, which aborts on the engine."""
         return False
 
+    @property
+    def max_model_len(self) -> int:
+        """0: nothing is checked in front of the rollout's generator (the episodes' max_tokens bound it)."""
+        return 0
+
     def close(self) -> None:
         """Nothing of its own: the generator and its engine belong to the controller, which closes them."""
 
