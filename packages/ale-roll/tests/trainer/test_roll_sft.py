@@ -131,3 +131,26 @@ def test_every_train_engine_implements_the_whole_protocol() -> None:
         pass
     for cls in engines:
         assert members <= set(dir(cls)), (cls.__name__, members - set(dir(cls)))
+
+
+def test_every_inference_engine_implements_the_whole_protocol() -> None:
+    # The servers and the controller call only the Protocol (max_model_len, close included).
+    import inspect
+
+    from ale_roll.engines.base import InferenceEngine
+    from ale_roll.engines.hf_engine import HFInferenceEngine
+    from ale_roll.engines.inference_client import InferenceClient
+    from ale_roll.engines.vllm_engine import VLLMInferenceEngine
+    from ale_roll.rollout.generator_engine import GeneratorEngine
+
+    members = {n for n, _ in inspect.getmembers(InferenceEngine) if not n.startswith("_")}
+    assert {"generate", "update_weights", "max_model_len", "close"} <= members
+    engines: list[type] = [HFInferenceEngine, VLLMInferenceEngine, InferenceClient, GeneratorEngine]
+    try:
+        from ale_roll.cluster.proxies import RemoteInferenceEngine
+
+        engines.append(RemoteInferenceEngine)
+    except ImportError:  # ray is an extra
+        pass
+    for cls in engines:
+        assert members <= set(dir(cls)), (cls.__name__, members - set(dir(cls)))
