@@ -1,4 +1,4 @@
-"""`ale-roll train|sft|eval|serve -c cfg.yaml key=value ...`; `ale-roll serve-inference --model DIR`."""
+"""`ale-roll train|sft|recipe|eval|serve -c cfg.yaml key=value ...`; `ale-roll serve-inference --model DIR`."""
 
 from __future__ import annotations
 
@@ -16,13 +16,17 @@ ConfigOpt = Annotated[str, typer.Option("--config", "-c", help="YAML run config.
 OverridesArg = Annotated[list[str] | None, typer.Argument(help="Dotted overrides, e.g. rollout.batch_size=16.")]
 
 
-def _load(config: str, overrides: list[str] | None) -> RunConfig:
+def _load_quiet() -> None:
     try:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # the rich bar is ours; the JSON summary stays one clean line
     except ImportError:
         pass
+
+
+def _load(config: str, overrides: list[str] | None) -> RunConfig:
+    _load_quiet()
     try:
         return load_config(config, overrides or [])
     except ConfigError as e:
@@ -77,6 +81,22 @@ def sft(config: ConfigOpt, overrides: OverridesArg = None) -> None:
     else:
         summary = run_sft(cfg)
     typer.echo(json.dumps(summary, default=str))
+
+
+@app.command()
+def recipe(config: ConfigOpt, overrides: OverridesArg = None) -> None:
+    """ROME's recipe from one config: CPT → SFT stage 1 → SFT stage 2 → IPA RL → eval (resumes at the unfinished stage)."""
+    from ale_roll.recipe import format_table, load_recipe_config, run_recipe
+
+    _load_quiet()
+    try:
+        cfg = load_recipe_config(config, overrides or [])
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    summary = run_recipe(cfg, log=lambda msg: typer.echo(msg, err=True))
+    typer.echo(format_table(summary))
+    typer.echo(f"wrote {cfg.output_dir}/recipe.json")
 
 
 @app.command("eval")
