@@ -1,0 +1,5 @@
+# ale-roll's InferenceService on one model (mount it, pass --model), on port 50070, non-root (uid 10001).
+ARG FROM_IMAGE=ale-roll:latest
+FROM ${FROM_IMAGE}
+ENTRYPOINT ["ale-roll", "serve-inference"]
+CMD ["--host", "0.0.0.0", "--port", "50070"]
