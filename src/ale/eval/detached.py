@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ale_rock.envs.sandbox import ExecOutcome, SandboxProvider
+from ale_rock.envs.sandbox import CommandOutput, SandboxProvider
 
 _JOBS = "/tmp/.ale_exec"
 _SHORT_S = 30.0
@@ -47,13 +47,13 @@ class DetachedExecProvider:
     def delete(self, sandbox_id: str) -> None:
         self.inner.delete(sandbox_id)
 
-    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> ExecOutcome:
+    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> CommandOutput:
         if timeout_s <= self.inline_s:
             return self.inner.exec(sandbox_id, command, timeout_s)
         job = f"{self.jobs_dir}/{uuid.uuid4().hex[:12]}"
         events: list[dict[str, Any]] = []
 
-        def short(cmd: str) -> ExecOutcome:
+        def short(cmd: str) -> CommandOutput:
             out = self.inner.exec(sandbox_id, cmd, _SHORT_S)
             events.extend(out.safety_events)
             return out
@@ -66,7 +66,7 @@ class DetachedExecProvider:
             f"(setsid bash -c {shlex.quote(inner)} </dev/null >/dev/null 2>&1 &)"
         )
         if started.exit_code != 0:
-            return ExecOutcome(started.exit_code, started.output, False, 0.0, events)
+            return CommandOutput(started.exit_code, started.output, False, 0.0, events)
         t0 = time.monotonic()
         deadline = t0 + timeout_s
         rc: int | None = None
@@ -88,4 +88,4 @@ class DetachedExecProvider:
             short(f"kill -TERM -- {g} 2>/dev/null; sleep {self.kill_grace_s:g}; kill -KILL -- {g} 2>/dev/null; true")
             events.append({"kind": "limit_hit", "command": command, "detail": f"wall-clock {timeout_s:g}s"})
         out = short(f"cat {job}/out; rm -rf {job}")
-        return ExecOutcome(124 if timed_out else int(rc or 0), out.output, timed_out, time.monotonic() - t0, events)
+        return CommandOutput(124 if timed_out else int(rc or 0), out.output, timed_out, time.monotonic() - t0, events)

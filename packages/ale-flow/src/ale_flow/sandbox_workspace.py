@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from ale_flow.shell_session import INTERRUPT_GRACE_S, EndKind, SessionRun
-from ale_flow.workspace import DirEntry, ExecResult, OutsideWorkspaceError
+from ale_flow.workspace import DirEntry, OutsideWorkspaceError, ShellResult
 
 
 def _sdk() -> Any:
@@ -106,7 +106,7 @@ class SandboxWorkspace:
             raise OutsideWorkspaceError(f"path {path!r} is outside the workspace {self.root}")
         return full
 
-    def exec(self, command: str, timeout: float, cwd: str = ".", cancel: threading.Event | None = None) -> ExecResult:
+    def exec(self, command: str, timeout: float, cwd: str = ".", cancel: threading.Event | None = None) -> ShellResult:
         exec_id = f"flow-{uuid.uuid4().hex[:12]}"
         box: dict[str, Any] = {}
 
@@ -129,11 +129,11 @@ class SandboxWorkspace:
                 except Exception:  # noqa: S110 - the command may have just finished
                     pass
         if "err" in box:
-            return ExecResult(-1, f"sandbox exec failed: {box['err']}", interrupted=interrupted)
+            return ShellResult(-1, f"sandbox exec failed: {box['err']}", interrupted=interrupted)
         res = box["res"]
         out = (res.stdout_bytes + res.stderr_bytes).decode("utf-8", errors="replace")
         timed_out = res.end_reason in ("timeout", "idle_timeout")
-        return ExecResult(res.exit_code, out, timed_out, interrupted or res.end_reason == "interrupted")
+        return ShellResult(res.exit_code, out, timed_out, interrupted or res.end_reason == "interrupted")
 
     def open_shell(self) -> SandboxShellSession:
         """A Rocklet session in the root: the shell tool's commands cost one RPC each."""

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class ExecResult:
-    """Outcome of `Workspace.exec`."""
+class ShellResult:
+    """Outcome of `Workspace.exec`: the agent's shell command, output interleaved as text
+    (not the ale-rock SDK's ``ExecResult``, which keeps stdout and stderr apart as bytes)."""
 
     exit_code: int
     output: str
@@ -49,7 +50,7 @@ class Workspace(Protocol):
     root: str
     """Absolute path of the workspace root on the machine the workspace lives on."""
 
-    def exec(self, command: str, timeout: float, cwd: str = ".", cancel: threading.Event | None = None) -> ExecResult:
+    def exec(self, command: str, timeout: float, cwd: str = ".", cancel: threading.Event | None = None) -> ShellResult:
         """Run `command` with bash in `cwd`; kill it (and its children) on timeout or when `cancel` is set."""
         ...
 
@@ -90,7 +91,7 @@ class LocalWorkspace:
     def _p(self, path: str) -> Path:
         return resolve_inside(self.root, path)
 
-    def exec(self, command: str, timeout: float, cwd: str = ".", cancel: threading.Event | None = None) -> ExecResult:
+    def exec(self, command: str, timeout: float, cwd: str = ".", cancel: threading.Event | None = None) -> ShellResult:
         proc = subprocess.Popen(
             ["bash", "-c", command],
             cwd=self._p(cwd),
@@ -124,7 +125,7 @@ class LocalWorkspace:
         # A backgrounded grandchild may keep the pipe open; do not wait for it forever.
         reader.join(timeout=2.0)
         out = b"".join(chunks).decode("utf-8", errors="replace")
-        return ExecResult(proc.returncode if proc.returncode is not None else -1, out, timed_out, interrupted)
+        return ShellResult(proc.returncode if proc.returncode is not None else -1, out, timed_out, interrupted)
 
     def open_shell(self) -> ShellSession:
         """A persistent pty bash in the root (the shell tool's session)."""

@@ -18,8 +18,11 @@ from ale_rock.envs.errors import SandboxLost
 
 
 @dataclass(frozen=True)
-class ExecOutcome:
-    """Result of one command in a sandbox (stdout and stderr merged)."""
+class CommandOutput:
+    """Result of one command an environment ran in its sandbox, stdout and stderr merged as text.
+
+    The env layer's view; the SDK's full result (separate bytes, end reason) is
+    ``ale_rock.sdk.types.ExecResult`` and the Rocklet's own ``ale_rock.rocklet.types.ExecOutcome``."""
 
     exit_code: int
     output: str
@@ -37,7 +40,7 @@ class SandboxProvider(Protocol):
     def create(self, labels: Mapping[str, str] | None = None) -> str:
         """Start a sandbox with an empty work dir; returns its id."""
 
-    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> ExecOutcome:
+    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> CommandOutput:
         """Run ``bash -c command`` in the work dir."""
 
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
@@ -73,12 +76,12 @@ class LocalDirProvider:
             self._runners[sid] = self._runner_cls()
         return sid
 
-    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> ExecOutcome:
+    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> CommandOutput:
         res = self._get(sandbox_id).run(command, timeout_s)
         events = []
         if res.timed_out:
             events.append({"kind": "limit_hit", "command": command, "detail": f"wall-clock {timeout_s:g}s"})
-        return ExecOutcome(res.exit_code, res.output, res.timed_out, res.duration_s, events)
+        return CommandOutput(res.exit_code, res.output, res.timed_out, res.duration_s, events)
 
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
         self._get(sandbox_id).upload(files)
@@ -145,7 +148,7 @@ class SdkProvider:
         self._sandboxes[sb.id] = sb
         return str(sb.id)
 
-    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> ExecOutcome:
+    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> CommandOutput:
         r = self._guard(
             sandbox_id, lambda sb: sb.exec(["bash", "-c", command], cwd=self.workdir, timeout=timeout_s)
         )
@@ -153,7 +156,7 @@ class SdkProvider:
         events = self._new_safety_events(sandbox_id)
         if timed_out:
             events.append({"kind": "limit_hit", "command": command, "detail": r.end_reason})
-        return ExecOutcome(r.exit_code, r.stdout + r.stderr, timed_out, r.duration_s, events)
+        return CommandOutput(r.exit_code, r.stdout + r.stderr, timed_out, r.duration_s, events)
 
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
         def write_all(sb: Any) -> None:

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ale_rock.envs.sandbox import ExecOutcome, ProviderRunner, SandboxProvider
+from ale_rock.envs.sandbox import CommandOutput, ProviderRunner, SandboxProvider
 from ale_rock.episode.agents import Agent, AgentContext
 from ale_rock.episode.classify import classify_exception, first_call_error
 from ale_rock.episode.config import EpisodeTimeouts
@@ -51,7 +51,7 @@ class _EventsProvider:
     def create(self, labels: Mapping[str, str] | None = None) -> str:
         return self._inner.create(labels)
 
-    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> ExecOutcome:
+    def exec(self, sandbox_id: str, command: str, timeout_s: float) -> CommandOutput:
         out = self._inner.exec(sandbox_id, command, timeout_s)
         self._sink.extend(out.safety_events)
         return out

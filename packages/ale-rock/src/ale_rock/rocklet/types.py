@@ -59,7 +59,8 @@ class ExecRequest:
 
 @dataclass
 class ExecOutcome:
-    """The result of a command (see ExecResult in sandbox.proto)."""
+    """The Rocklet's result of a command, server side (see ExecResult in sandbox.proto); clients
+    get it as ``ale_rock.sdk.types.ExecResult``."""
 
     end_reason: EndReason
     exit_code: int = 0

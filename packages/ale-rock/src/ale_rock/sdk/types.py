@@ -11,7 +11,8 @@ from ale_proto.v1 import sandbox_pb2
 
 @dataclass(frozen=True)
 class ExecResult:
-    """The outcome of a command. Output is kept also on timeouts and interrupts."""
+    """The outcome of a command, client side (``ale.v1.ExecResult`` as plain Python; the Rocklet's
+    server-side twin is ``rocklet.types.ExecOutcome``). Output is kept also on timeouts and interrupts."""
 
     exit_code: int
     stdout_bytes: bytes
