@@ -177,11 +177,11 @@ def proxy(
 
 
 def _proxy_call(fn: Any) -> Any:
-    from ale_rock.sdk.model_proxy import ProxyError
+    from ale_rock.sdk.model_proxy import ModelProxyClientError
 
     try:
         return fn()
-    except ProxyError as e:
+    except ModelProxyClientError as e:
         raise _err(str(e)) from None
 
 

@@ -6,7 +6,7 @@ from ale_rock.envs.errors import SandboxLost
 from ale_rock.episode import ErrorKind, classify_call, classify_exception
 from ale_rock.proxy.records import CallRecord
 from ale_rock.sdk import errors as sdk
-from ale_rock.sdk.model_proxy import ProxyError
+from ale_rock.sdk.model_proxy import ModelProxyClientError
 from ale_rock.tasks.evaluate import TaskPhaseError
 from ale_rock.tasks.runner import CommandResult
 
@@ -40,7 +40,7 @@ def test_failed_calls_by_kind() -> None:
 def test_phase_exceptions_by_kind() -> None:
     assert classify_exception(SandboxLost("gone"), "agent").kind is ErrorKind.SANDBOX_LOST
     assert classify_exception(sdk.SandboxNotFound("gone"), "verify").kind is ErrorKind.SANDBOX_LOST
-    assert classify_exception(ProxyError("down", "UNAVAILABLE"), "open").kind is ErrorKind.PROXY_FAILED
+    assert classify_exception(ModelProxyClientError("down", "UNAVAILABLE"), "open").kind is ErrorKind.PROXY_FAILED
     assert classify_exception(TaskPhaseError("setup.sh", CommandResult(1, "x", False, 0.1)), "setup").kind \
         is ErrorKind.SETUP_FAILED
     assert classify_exception(sdk.QuotaExceeded("full"), "setup").kind is ErrorKind.SANDBOX_UNAVAILABLE

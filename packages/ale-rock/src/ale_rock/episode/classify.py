@@ -88,14 +88,14 @@ def classify_exception(e: BaseException, phase: str) -> EpisodeError:
     """An exception raised by a phase, as a typed error."""
     from ale_rock.envs import errors as env
     from ale_rock.sdk import errors as sdk
-    from ale_rock.sdk.model_proxy import ProxyError
+    from ale_rock.sdk.model_proxy import ModelProxyClientError
 
     if isinstance(e, EpisodeError):
         return e
     msg = f"{type(e).__name__}: {e}"
     if isinstance(e, sdk.SandboxLost | sdk.SandboxNotFound):
         return EpisodeError(ErrorKind.SANDBOX_LOST, msg, phase)
-    if isinstance(e, ProxyError):
+    if isinstance(e, ModelProxyClientError):
         return EpisodeError(ErrorKind.PROXY_FAILED, msg, phase)
     # The env layer refused the request (one hierarchy with the SDK's errors): not the sandbox's fault.
     env_refused = isinstance(e, env.EnvNotFound | env.InvalidAction | env.EpisodeNotActive | env.EnvDeadlineExceeded)

@@ -15,7 +15,8 @@ _TYPES = {
 
 class ProxyError(Exception):
     """A call the proxy answers with an HTTP error. ``param`` names the request field at fault
-    (``messages[2].content``), ``code`` is a short machine-readable reason."""
+    (``messages[2].content``), ``code`` is a short machine-readable reason. Server side; a client
+    of the proxy's gRPC control service gets ``ale_rock.sdk.model_proxy.ModelProxyClientError``."""
 
     def __init__(
         self, status: int, message: str, param: str | None = None, code: str | None = None

@@ -4,7 +4,7 @@ One per process is enough (thread-safe); ``ale eval``, the agent-episode runner 
 agent-native rollout all use this one. An episode is opened for one sandbox (a per-episode OpenAI
 base URL + key forwarding to an upstream), the agent runs, the episode is closed (the key dies, so
 nothing can call the model afterwards), then every recorded call is read back with its exact token
-ids. Every RPC has a timeout; a failure raises :class:`ProxyError` naming the RPC and the status.
+ids. Every RPC has a timeout; a failure raises :class:`ModelProxyClientError` naming the RPC and the status.
 Protobuf stays in this file: callers see :class:`ProxyEpisode` and ``CallRecord`` only.
 """
 
@@ -23,8 +23,10 @@ Upstream = Literal["inference", "openai", "replay"]
 OpenAI-compatible HTTP API, or a recording."""
 
 
-class ProxyError(RuntimeError):
-    """A ModelProxyService call failed or timed out; ``code`` is the gRPC status name."""
+class ModelProxyClientError(RuntimeError):
+    """A ModelProxyService call failed or timed out; ``code`` is the gRPC status name.
+
+    The client's error; the proxy's own HTTP answers (OpenAI-shaped) are ``ale_rock.proxy.errors.ProxyError``."""
 
     def __init__(self, message: str, code: str = "") -> None:
         super().__init__(message)
@@ -110,7 +112,7 @@ class ModelProxyClient:
         self._channel.close()
 
 
-def _error(what: str, e: grpc.RpcError) -> ProxyError:
+def _error(what: str, e: grpc.RpcError) -> ModelProxyClientError:
     code = e.code().name if hasattr(e, "code") and e.code() is not None else "UNKNOWN"
     details = e.details() if hasattr(e, "details") else str(e)
-    return ProxyError(f"ModelProxy {what} failed: {code}: {details}", code)
+    return ModelProxyClientError(f"ModelProxy {what} failed: {code}: {details}", code)
