@@ -1,6 +1,7 @@
 """The control plane at scale: one real Admin, many simulated workers, thousands of creates in flight.
 
-    python bench/scale.py --json [--levels 1000,4000,16000] [--workers 100] [--quick] [--profile DIR]
+    python bench/scale.py --json [--levels 1000,4000,16000] [--workers 100] [--watchers 8] [--quick]
+                                 [--profile DIR] [--baseline-src DIR]
 
 For each level a fresh Admin (a subprocess: ``ale_rock.admin.server.serve_admin``, as ``ale-rock
 admin`` runs it, so its CPU and peak RSS are its own) and a fresh process of simulated workers
@@ -10,13 +11,16 @@ WorkerService gRPC server each, on its own port, that checks the credential and 
 StartSandbox/StopSandbox/RemoveSandbox at once without starting anything. Then ``level`` creates
 (``wait=true``: the latency is until the sandbox is RUNNING) go out together through the real
 CreateSandbox RPC, spread over ``--namespaces`` API keys, and every one is timed from the moment
-all were issued.
+all were issued; meanwhile ``--watchers`` WatchSandboxes streams take every change of their
+namespace (the fan-out), and the bench checks each got all of them.
 
 Figures per level: create p50/p99/max (ms), creates/s (level / wall time of the burst), the
 Admin's CPU seconds during the burst and its peak RSS, state-store commits (counted by the Store)
 per second and per create, and the CPU the simulated workers and this client used (the machine is
 shared between all three: their sum bounds creates/s). ``uptime`` is recorded beside.
-``--profile DIR`` writes a cProfile of each level's Admin.
+``--profile DIR`` writes a cProfile of each level's Admin. ``--baseline-src DIR`` runs each level
+first against the Admin of another ``ale_rock`` source tree and reports ``vs_baseline`` ratios
+(> 1 is better: baseline/now for latencies and CPU, now/baseline for creates/s).
 """
 
 from __future__ import annotations
@@ -230,8 +234,10 @@ def _commits(admin: subprocess.Popen[Any], stats: Path) -> int:
     raise RuntimeError("the admin wrote no commit count")
 
 
-async def _burst(address: str, keys: list[str], n: int, channels: int) -> tuple[list[float], list[str], float]:
-    """``n`` CreateSandbox(wait=true) calls issued together; their latencies (s), errors, wall time."""
+async def _burst(address: str, keys: list[str], n: int, channels: int,
+                 watchers: int = 0) -> tuple[list[float], list[str], float, dict[str, Any]]:
+    """``n`` CreateSandbox(wait=true) calls issued together; their latencies (s), errors, wall time,
+    and what ``watchers`` WatchSandboxes streams (round-robin over the namespaces) received."""
     import grpc
     from ale_proto.v1 import common_pb2, sandbox_pb2, sandbox_pb2_grpc
 
@@ -242,6 +248,18 @@ async def _burst(address: str, keys: list[str], n: int, channels: int) -> tuple[
                                    backend=sandbox_pb2.SANDBOX_BACKEND_LOCAL)
     latencies: list[float] = []
     errors: list[str] = []
+    received = [0] * watchers
+
+    async def watch(j: int) -> None:
+        md = (("authorization", f"Bearer {keys[j % len(keys)]}"),)
+        call = stubs[j % channels].WatchSandboxes(sandbox_pb2.WatchSandboxesRequest(), metadata=md)
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
+            async for _ in call:
+                received[j] += 1
+
+    streams = [asyncio.create_task(watch(j)) for j in range(watchers)]
+    if watchers:
+        await asyncio.sleep(0.5)  # subscribed before the burst
     t0 = time.monotonic()
 
     async def one(i: int) -> None:
@@ -258,9 +276,20 @@ async def _burst(address: str, keys: list[str], n: int, channels: int) -> tuple[
 
     await asyncio.gather(*(one(i) for i in range(n)))
     wall = time.monotonic() - t0
+    # Each watcher sees two changes (created PENDING, then RUNNING) per create of its namespace.
+    per_ns = [sum(1 for i in range(n) if i % len(keys) == k) for k in range(len(keys))]
+    expected = sum(2 * per_ns[j % len(keys)] for j in range(watchers))
+    deadline = time.monotonic() + 30
+    while sum(received) < expected and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    watched: dict[str, Any] = {"watchers": watchers, "watch_events": sum(received), "watch_events_expected": expected,
+                               "watch_drain_s": round(time.monotonic() - t0 - wall, 2)}
+    for t in streams:
+        t.cancel()
+    await asyncio.gather(*streams, return_exceptions=True)
     for c in chans:
         await c.close()
-    return latencies, errors, wall
+    return latencies, errors, wall, watched
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -271,7 +300,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def run_level(level: int, workers: int, namespaces: int, workdir: Path, profile: Path | None,
-              channels: int = 8, admin_src: Path | None = None) -> dict[str, Any]:
+              channels: int = 8, admin_src: Path | None = None, watchers: int = 0) -> dict[str, Any]:
     """One fresh Admin + simulated workers; one burst of ``level`` creates. ``admin_src``: run the
     Admin from that ``ale_rock`` source tree instead (a baseline checkout)."""
     import yaml
@@ -312,7 +341,7 @@ def run_level(level: int, workers: int, namespaces: int, workdir: Path, profile:
         ap, sp, me = psutil.Process(admin.pid), psutil.Process(sim.pid), psutil.Process()
         cpu0 = (_cpu_s(ap), _cpu_s(sp), _cpu_s(me))
         commits0 = _commits(admin, stats)
-        latencies, errors, wall = asyncio.run(_burst(address, keys, level, channels))
+        latencies, errors, wall, watched = asyncio.run(_burst(address, keys, level, channels, watchers))
         cpu1 = (_cpu_s(ap), _cpu_s(sp), _cpu_s(me))
         commits = _commits(admin, stats) - commits0
         rss = _peak_rss_bytes(admin.pid)
@@ -340,6 +369,7 @@ def run_level(level: int, workers: int, namespaces: int, workdir: Path, profile:
         "workers_cpu_s": round(cpu1[1] - cpu0[1], 2), "client_cpu_s": round(cpu1[2] - cpu0[2], 2),
         "store_commits": commits, "store_commits_per_s": round(commits / wall, 1),
         "store_commits_per_create": round(commits / max(1, len(latencies)), 2),
+        **watched,
     }
 
 
@@ -349,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levels", default="1000,4000,16000", help="creates in flight, comma-separated")
     ap.add_argument("--workers", type=int, default=100, help="simulated workers")
     ap.add_argument("--namespaces", type=int, default=4, help="namespaces (API keys) the creates spread over")
+    ap.add_argument("--watchers", type=int, default=8,
+                    help="WatchSandboxes streams open during the burst (round-robin over the namespaces)")
     ap.add_argument("--channels", type=int, default=8, help="client connections the creates spread over")
     ap.add_argument("--baseline-src", type=Path,
                     help="also run each level against the Admin of this ale_rock source tree (e.g. "
@@ -382,8 +414,9 @@ def main(argv: list[str] | None = None) -> int:
             prof = args.profile / f"admin-{level}.prof" if args.profile is not None else None
             if args.baseline_src is not None:
                 base = run_level(level, workers, args.namespaces, root / f"baseline-{level}", None, args.channels,
-                                 args.baseline_src.resolve())
-            r = run_level(level, workers, args.namespaces, root / f"level-{level}", prof, args.channels)
+                                 args.baseline_src.resolve(), args.watchers)
+            r = run_level(level, workers, args.namespaces, root / f"level-{level}", prof, args.channels,
+                          watchers=args.watchers)
             if args.baseline_src is not None:
                 r["baseline"] = base
                 r["vs_baseline"] = {

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 LEVEL_KEYS = {
     "concurrent", "workers", "created", "errors", "create_p50_ms", "create_p99_ms", "creates_per_s",
     "admin_cpu_s", "admin_peak_rss_mb", "store_commits", "store_commits_per_s", "store_commits_per_create",
-    "worker_start_calls", "wall_s",
+    "worker_start_calls", "wall_s", "watchers", "watch_events", "watch_events_expected",
 }
 
 
@@ -33,3 +33,5 @@ def test_scale_bench_quick_json() -> None:
         assert lv["creates_per_s"] > 0 and lv["admin_cpu_s"] > 0 and lv["admin_peak_rss_mb"] > 10
         # every create commits its PENDING row and its RUNNING transition, nothing per worker
         assert lv["store_commits"] >= 2 * n and lv["store_commits_per_create"] < 2.5
+        # every watcher saw every change of its namespace (PENDING, then RUNNING, per create)
+        assert lv["watchers"] > 0 and lv["watch_events"] == lv["watch_events_expected"] > 0
