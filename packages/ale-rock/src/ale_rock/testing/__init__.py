@@ -1,0 +1,1 @@
+"""Test doubles shipped with ale-rock (each declared as a fake in its docstring)."""
