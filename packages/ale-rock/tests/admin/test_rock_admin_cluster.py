@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -31,17 +30,9 @@ from ale_rock import (
 )
 from ale_rock.local_cluster import LocalCluster
 
+from .._wait import wait_until
+
 FAST = {"heartbeat_interval_ms": 200, "worker_lost_after_s": 1.5, "lost_worker_grace_s": 0, "reaper_interval_s": 0.2}
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_lifecycle_through_the_sdk(make_cluster: Callable[..., LocalCluster]) -> None:

@@ -8,7 +8,6 @@ missing, ``scripts/build_base_image.sh`` builds it once (cached).
 from __future__ import annotations
 
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +17,8 @@ import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 from ale_rock.backends.docker_engine import engine_problem
+
+from .._wait import wait_until
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -128,13 +129,3 @@ def rocklet() -> Iterator[Callable[[Any], Rocklet]]:
     yield open_
     for r in opened:
         r.close()
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0) -> bool:
-    """Poll ``predicate`` until true or ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()

@@ -7,13 +7,13 @@ import json
 import os
 import shutil
 import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ale_rock.local_cluster import LocalCluster, real_worker_argv
+
+from .._wait import wait_until  # noqa: F401 - the redteam tests call it as fx.wait_until
 
 FAST_ADMIN = {"heartbeat_interval_ms": 200, "reaper_interval_s": 0.2, "worker_lost_after_s": 1.5,
               "lost_worker_grace_s": 60}
@@ -54,15 +54,3 @@ def slot_of(cluster: LocalCluster, sandbox_id: str, worker_id: str = "w1") -> Pa
         except (OSError, ValueError):
             continue
     raise AssertionError(f"no slot for {sandbox_id}")
-
-
-def wait_until(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-

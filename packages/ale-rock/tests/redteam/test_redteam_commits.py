@@ -9,28 +9,18 @@ its own data, nothing of A's may overwrite B's, and B's reference gives A nothin
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import secrets
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from ale_rock.local_cluster import LocalCluster, real_worker_argv
 from ale_rock.sdk import Sandbox
 from ale_rock.sdk.errors import InvalidArgument, SandboxNotFound, SandboxStartFailed
 
+from . import _cluster_fixtures as fx
 
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"ale_rock_redteam_{name}", Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fx = _load("_cluster_fixtures")
 NAME = "shared:v1"
 
 

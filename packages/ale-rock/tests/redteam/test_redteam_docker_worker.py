@@ -13,7 +13,6 @@ lead to it: a refusal is the gateway's doing, not a missing listener.
 
 from __future__ import annotations
 
-import importlib.util
 import signal
 import socket
 import subprocess
@@ -31,21 +30,12 @@ from ale_rock.sdk import Sandbox
 from ale_rock.sdk.errors import InvalidArgument
 from ale_rock.worker.auth import WORKER_SECRET_METADATA, worker_channel
 
+from . import _cluster_fixtures as fx
+from . import _egress_fixtures as egress_fx
+
 pytestmark = pytest.mark.docker
 
 REPO = Path(__file__).resolve().parents[4]
-
-
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"ale_rock_redteam_{name}", Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fx = _load("_cluster_fixtures")
-egress_fx = _load("_egress_fixtures")
 
 
 def _engine_problem() -> str:

@@ -8,13 +8,11 @@ egress streams to starve every other sandbox's egress.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from ipaddress import ip_address
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -27,17 +25,8 @@ from ale_rock.local_cluster import LocalCluster
 from ale_rock.sdk import Sandbox
 from ale_rock.sdk.errors import InvalidArgument
 
-
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"ale_rock_redteam_{name}", Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fx = _load("_cluster_fixtures")
-eg = _load("_egress_fixtures")
+from . import _cluster_fixtures as fx
+from . import _egress_fixtures as eg
 
 
 @pytest.fixture(scope="module")

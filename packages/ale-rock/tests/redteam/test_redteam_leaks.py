@@ -7,13 +7,11 @@ sandboxes must come back RUNNING, not be removed).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import sqlite3
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,16 +20,7 @@ from ale_rock.local_cluster import LocalCluster
 from ale_rock.sdk import Sandbox
 from ale_rock.worker.auth import worker_channel
 
-
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"ale_rock_redteam_{name}", Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fx = _load("_cluster_fixtures")
+from . import _cluster_fixtures as fx
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,9 @@ a Rocklet socket the sandbox controls. Each test performs the attack and passes 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -22,16 +20,8 @@ from ale_rock.sdk import Sandbox
 from ale_rock.sdk.errors import InvalidArgument, SandboxError
 from ale_rock.worker.auth import WORKER_SECRET_METADATA, worker_channel
 
+from . import _cluster_fixtures as fx
 
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"ale_rock_redteam_{name}", Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fx = _load("_cluster_fixtures")
 VIA_PROXY = "curl -s -m 5 --proxy http://127.0.0.1:3128 --noproxy ''"
 
 
