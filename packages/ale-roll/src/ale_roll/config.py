@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ale_proto.config import ConfigError as ConfigError  # re-exported: callers catch it from here
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ale_roll.models.tiny import TinyModelConfig
 
@@ -328,6 +328,18 @@ class RoleResources(_Section):
     """CPUs the actor reserves (fractions allowed); its torch threads default to this, at least 1."""
     num_gpus: float = Field(default=0.0, ge=0)
     """GPUs the actor reserves (set engine.device=cuda to use them)."""
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources the actor reserves, which pins the role to the nodes that declare them:
+    `{trainer_node: 1}` runs it only on a node started with `ray start --resources='{"trainer_node": 4}'`."""
+
+    @field_validator("resources")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        # Ray treats a 0 amount as no constraint: a pin that pins nothing would be silently ignored.
+        bad = {k: a for k, a in v.items() if not a > 0 or not k}
+        if bad:
+            raise ValueError(f"custom resource amounts must be > 0 and names non-empty, got {bad}")
+        return v
 
 
 class ClusterConfig(_Section):

@@ -129,6 +129,57 @@ def test_rl_run_with_roles_as_ray_actors_syncs_verified_weights_and_leaves_no_pr
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (pip install 'ale-roll[ray]')")
+@pytest.mark.skipif(not HAS_ENVS, reason="ale-rock (environments) is not installed")
+def test_roles_land_on_the_nodes_their_custom_resources_pin_and_a_run_completes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two Ray nodes on this machine (a head and a second raylet), each declaring its own custom
+    resource; the run joins them by address, as it would a real multi-machine cluster."""
+    from ale_roll.cluster import build_ray_cluster
+    from ale_roll.trainer.controller import Controller
+    from ray.cluster_utils import Cluster
+
+    temp_dir = tempfile.mkdtemp(prefix="ap-", dir="/tmp")  # short: Ray's socket paths live under it
+    # Ray also writes the cluster's address under $RAY_TMPDIR (/tmp/ray): keep that private too, so
+    # no other Ray run on this machine (`address: auto`) finds this cluster.
+    monkeypatch.setenv("RAY_TMPDIR", temp_dir)
+    os.mkdir(os.path.join(temp_dir, "ray"))  # Ray writes the file there but makes the dir only for its default
+    nodes = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "resources": {"learner": 1}, "temp_dir": temp_dir, "include_dashboard": False})
+    try:
+        rollout_node = nodes.add_node(num_cpus=1, resources={"rollout": 3})
+        nodes.wait_for_nodes()
+        raw = _raw(tmp_path / "run", mode="ray", address=nodes.address, num_rollout_workers=2,
+                   train={"num_cpus": 0.5, "resources": {"learner": 1}},
+                   inference={"num_cpus": 0.25, "resources": {"rollout": 1}},
+                   rollout_worker={"num_cpus": 0.25, "resources": {"rollout": 1}},
+                   start_timeout_s=240, call_timeout_s=120)
+        raw.update(iterations=1, eval={"episodes": 1}, checkpoint={"every": 0})
+        cfg = build_config(raw)
+        with build_ray_cluster(cfg) as cluster:
+            head_id, rollout_id = nodes.head_node.node_id, rollout_node.node_id
+            assert head_id != rollout_id
+            assert cluster.nodes == {"train": head_id, "inference": rollout_id,
+                                     "rollout_worker_0": rollout_id, "rollout_worker_1": rollout_id}, cluster.nodes
+            summary = Controller(cfg, policy=cluster.policy, env_factory=cluster.env_factory).run()
+            assert summary["step"] == 1
+            assert cluster.inference_version() == 1  # weights crossed from the head node's actor
+            assert all(s["created"] > 0 for s in cluster.rollout_stats())
+    finally:
+        nodes.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def test_custom_resource_pins_are_checked(tmp_path: Path) -> None:
+    cfg = build_config(_raw(tmp_path, train={"resources": {"learner": 1}}))
+    assert cfg.cluster.train.resources == {"learner": 1.0}
+    assert cfg.cluster.inference.resources == {}
+    # 0 would pin nothing (Ray ignores it): refused, naming the key.
+    with pytest.raises(ConfigError, match=r"cluster.train.resources"):
+        build_config(_raw(tmp_path, train={"resources": {"learner": 0}}))
+
+
 def test_cluster_mode_ray_without_ray_is_a_config_error_naming_the_key(monkeypatch: pytest.MonkeyPatch,
                                                                        tmp_path: Path) -> None:
     local = build_config(_raw(tmp_path))

@@ -7,6 +7,10 @@ What runs where:
 - `InferenceActor`: the InferenceEngine (generate, abort, verified weight loads);
 - `EnvWorkerActor` x `cluster.num_rollout_workers`: the environments, round-robin per episode.
 
+Across nodes, each role goes where its `cluster.<role>.resources` (Ray custom resources) can be
+reserved: start each node with `ray start --resources='{"gpu_node": 1}'` and set e.g.
+`cluster.train.resources: {gpu_node: 1}`; `nodes` records where every actor landed.
+
 Weight sync stays the controller's `WeightSync`: the train actor's tensors come to the driver,
 which fingerprints them and puts them once into Ray's object store; the inference actor loads them
 and returns the fingerprint of what it received, which must match (else WeightSyncError).
@@ -44,7 +48,15 @@ def import_ray() -> Any:
 
 
 def _options(res: RoleResources, **extra: Any) -> dict[str, Any]:
-    return {"num_cpus": res.num_cpus, "num_gpus": res.num_gpus, **extra}
+    custom = {"resources": dict(res.resources)} if res.resources else {}
+    return {"num_cpus": res.num_cpus, "num_gpus": res.num_gpus, **custom, **extra}
+
+
+def _node_id(actor: object) -> str:
+    """Run inside an actor (`__ray_call__`): the id of the Ray node it was placed on."""
+    import ray
+
+    return str(ray.get_runtime_context().get_node_id())
 
 
 class RayCluster:
@@ -61,6 +73,8 @@ class RayCluster:
         self.cfg = cfg
         self.actors: list[Any] = []
         self.pids: dict[str, int] = {}
+        self.nodes: dict[str, str] = {}
+        """Role -> id of the Ray node its actor runs on (as `pids`), so placement can be checked."""
         self._owns_ray = False
         self._closed = False
         atexit.register(self.close)
@@ -107,6 +121,9 @@ class RayCluster:
             c.start_timeout_s, "actor start-up")
         self.pids = {"train": train_pid, "inference": inf_pid,
                      **{f"rollout_worker_{i}": pid for i, pid in enumerate(worker_pids)}}
+        node_ids = call([a.__ray_call__.remote(_node_id) for a in (train, inference, *workers)],
+                        c.call_timeout_s, "actor placement")
+        self.nodes = dict(zip(self.pids, node_ids, strict=True))
         self.train_actor, self.inference_actor, self.rollout_workers = train, inference, workers
         train_engine: TrainEngine = RemoteTrainEngine(train, train_version, c.call_timeout_s)
         self.policy = Policy(model_dir, load_tokenizer(model_dir), train_engine,
