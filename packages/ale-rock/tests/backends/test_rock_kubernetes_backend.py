@@ -75,7 +75,10 @@ def cluster(request: pytest.FixtureRequest, fake: FakeKube) -> Cluster:
         pytest.skip("k8s: set KUBECONFIG to run against a real cluster (docs/kubernetes.md)")
     image = os.environ.get("ALE_K8S_IMAGE", "ale-worker:0.1.0")
     return Cluster(
-        "", os.environ.get("ALE_K8S_NAMESPACE", "ale-test"), os.environ.get("ALE_K8S_TASK_IMAGE", image), image,
+        "",
+        os.environ.get("ALE_K8S_NAMESPACE", "ale-test"),
+        os.environ.get("ALE_K8S_TASK_IMAGE", image),
+        image,
         os.environ.get("ALE_K8S_NETWORK_POLICY") == "1",
     )
 
@@ -148,7 +151,9 @@ def test_pod_spec_contract(fake: FakeKube) -> None:
     """requests = limits, the TTL as activeDeadlineSeconds, the owner, runtimeClass, no API token,
     the Rocklet from an init container, and the namespace's deny-all-egress NetworkPolicy."""
     core = Cluster(fake.url, "spec", "", "", True, fake).core()
-    core.create_namespaced_pod("spec", {"metadata": {"name": "worker-pod"}, "spec": {"containers": [{"name": "w", "image": "w"}]}})
+    core.create_namespaced_pod(
+        "spec", {"metadata": {"name": "worker-pod"}, "spec": {"containers": [{"name": "w", "image": "w"}]}}
+    )
     kc = KubernetesBackendConfig(api_server=fake.url, namespace="spec", worker="wspec", owner_pod="worker-pod",
                                  runtime_class="gvisor", rocklet_image="ale-worker:9")  # fmt: skip
     b = KubernetesBackend(kc)
@@ -158,9 +163,11 @@ def test_pod_spec_contract(fake: FakeKube) -> None:
         pod = fake.get_pod("spec", h.extra["pod"])
         assert pod is not None
         spec, c = pod["spec"], pod["spec"]["containers"][0]
-        assert c["resources"]["requests"] == c["resources"]["limits"] == {
-            "cpu": "500m", "memory": str(256 * 2**20), "ephemeral-storage": str(2**30)
-        }
+        assert (
+            c["resources"]["requests"]
+            == c["resources"]["limits"]
+            == {"cpu": "500m", "memory": str(256 * 2**20), "ephemeral-storage": str(2**30)}
+        )
         assert spec["activeDeadlineSeconds"] == 600
         assert spec["runtimeClassName"] == "gvisor" and spec["automountServiceAccountToken"] is False
         owner = fake.get_pod("spec", "worker-pod")
@@ -236,7 +243,9 @@ def test_warm_pool_claims_are_checked_against_the_resource_version(fake: FakeKub
 
         def rival_claims(ns: str, name: str) -> None:
             fake.before_patch = None
-            fake._patch(ns, name, {"metadata": {"labels": {LABEL_STATE: "claimed", "ale.sandbox_id": "rival"}}}, "")
+            fake._patch(
+                ns, name, {"metadata": {"labels": {LABEL_STATE: "claimed", "ale.sandbox_id": "rival"}}}, ""
+            )
             rival.append(name)
 
         left = {p["metadata"]["name"] for p in b.pools.members(key)} & warm
@@ -269,18 +278,28 @@ def test_eviction_mid_exec_makes_the_sandbox_lost_and_reported(cluster: Cluster,
     from ale_rock.worker.server import serve_worker
 
     kc = cluster.config()
-    worker = serve_worker(WorkerConfig(state_dir=tmp_path / "w", worker_id="kw", backend="kubernetes", kubernetes=kc))
+    worker = serve_worker(
+        WorkerConfig(state_dir=tmp_path / "w", worker_id="kw", backend="kubernetes", kubernetes=kc)
+    )
     channel = worker_channel(worker.address, worker.secret)
     try:
         ws, rs = worker_pb2_grpc.WorkerServiceStub(channel), rocklet_pb2_grpc.RockletServiceStub(channel)
-        ws.StartSandbox(worker_pb2.StartSandboxRequest(sandbox_id="sb-ev", spec=sandbox_pb2.SandboxSpec(image=cluster.image)))
+        ws.StartSandbox(
+            worker_pb2.StartSandboxRequest(
+                sandbox_id="sb-ev", spec=sandbox_pb2.SandboxSpec(image=cluster.image)
+            )
+        )
         md = [("ale-sandbox-id", "sb-ev")]
-        req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(command="echo ok", timeout_ms=5000))
+        req = rocklet_pb2.RockletServiceExecRequest(
+            spec=sandbox_pb2.ExecSpec(command="echo ok", timeout_ms=5000)
+        )
         assert rs.Exec(req, metadata=md, timeout=20).result.stdout == b"ok\n"
         outcome: list[Any] = []
 
         def long_exec() -> None:
-            long = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(command="sleep 60", timeout_ms=60000))
+            long = rocklet_pb2.RockletServiceExecRequest(
+                spec=sandbox_pb2.ExecSpec(command="sleep 60", timeout_ms=60000)
+            )
             try:
                 outcome.append(rs.Exec(long, metadata=md, timeout=50))
             except grpc.RpcError as e:
@@ -289,23 +308,38 @@ def test_eviction_mid_exec_makes_the_sandbox_lost_and_reported(cluster: Cluster,
         t = threading.Thread(target=long_exec)
         t.start()
         time.sleep(0.5)  # the command is running in the pod
-        pod = next(p for p in worker.backend.watcher.pods.values() if p["metadata"]["labels"].get("ale.sandbox_id") == "sb-ev")  # type: ignore[attr-defined]
+        pod = next(
+            p
+            for p in worker.backend.watcher.pods.values()
+            if p["metadata"]["labels"].get("ale.sandbox_id") == "sb-ev"
+        )  # type: ignore[attr-defined]
         name = pod["metadata"]["name"]
         cluster.core().create_namespaced_pod_eviction(
-            name, kc.namespace, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": kc.namespace}}
+            name,
+            kc.namespace,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": name, "namespace": kc.namespace},
+            },
         )
         t.join(30)
         assert not t.is_alive() and isinstance(outcome[0], grpc.RpcError), outcome
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            listed = {s.sandbox_id: s for s in ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest()).sandboxes}
+            listed = {
+                s.sandbox_id: s
+                for s in ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest()).sandboxes
+            }
             if listed.get("sb-ev") is not None and listed["sb-ev"].state == sandbox_pb2.SANDBOX_STATE_LOST:
                 break
             time.sleep(0.05)
         assert listed["sb-ev"].state == sandbox_pb2.SANDBOX_STATE_LOST, listed
         assert "evicted" in listed["sb-ev"].message
         ws.RemoveSandbox(worker_pb2.RemoveSandboxRequest(sandbox_id="sb-ev"))
-        assert "sb-ev" not in {s.sandbox_id for s in ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest()).sandboxes}
+        assert "sb-ev" not in {
+            s.sandbox_id for s in ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest()).sandboxes
+        }
     finally:
         channel.close()
         worker.stop(grace_s=1)

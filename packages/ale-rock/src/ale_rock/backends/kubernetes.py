@@ -56,7 +56,9 @@ def _client() -> Any:
     try:
         import kubernetes
     except ImportError as e:  # pragma: no cover - depends on the install
-        raise ImportError("the kubernetes backend needs the client: pip install 'ale-rock[kubernetes]'") from e
+        raise ImportError(
+            "the kubernetes backend needs the client: pip install 'ale-rock[kubernetes]'"
+        ) from e
     return kubernetes
 
 
@@ -81,7 +83,9 @@ def lost_reason_of(pod: Pod, deleted: bool) -> str:
     status = pod.get("status") or {}
     for cond in status.get("conditions") or []:
         if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
-            return f"pod evicted ({cond.get('reason', 'DisruptionTarget')}): {cond.get('message', '')}".strip()
+            return (
+                f"pod evicted ({cond.get('reason', 'DisruptionTarget')}): {cond.get('message', '')}".strip()
+            )
     phase = status.get("phase")
     if phase in ("Failed", "Succeeded"):
         reason = status.get("reason") or "ContainerExited"
@@ -121,7 +125,9 @@ class KubernetesBackend:
         )  # fmt: skip
         self.watcher.start()
         specs = [(pool_key(p.image, p.cpu_millis, p.memory_bytes), p) for p in kc.pools]
-        self.pools = PodPools(specs, kc.refill_batch, self._pod_list, self._create_pool_pod, self._patch, self._get)
+        self.pools = PodPools(
+            specs, kc.refill_batch, self._pod_list, self._create_pool_pod, self._patch, self._get
+        )
         self.pools.start()
 
     def close(self) -> None:
@@ -159,7 +165,9 @@ class KubernetesBackend:
         try:
             made: Pod = self._call(self._core.create_namespaced_pod, self.config.namespace, pod)
         except self._exc as e:
-            raise KubernetesBackendError(f"creating pod {pod['metadata']['name']}: {e.status} {e.reason}") from e
+            raise KubernetesBackendError(
+                f"creating pod {pod['metadata']['name']}: {e.status} {e.reason}"
+            ) from e
         with self.watcher.changed:
             self.watcher.pods.setdefault(made["metadata"]["name"], made)
         return made
@@ -185,7 +193,9 @@ class KubernetesBackend:
 
     def _ensure_network_policy(self) -> None:
         try:
-            self._call(self._net.create_namespaced_network_policy, self.config.namespace, network_policy(self.config))
+            self._call(
+                self._net.create_namespaced_network_policy, self.config.namespace, network_policy(self.config)
+            )
         except self._exc as e:
             if e.status != 409:  # 409: already there (another worker made it)
                 raise
@@ -233,7 +243,9 @@ class KubernetesBackend:
         return config.model_copy(update={"limits": type(lim)(**merged)})
 
     def _poolable(self, config: SandboxConfig) -> str | None:
-        base = SandboxConfig(image=config.image, limits=config.limits, labels=config.labels, namespace=config.namespace)
+        base = SandboxConfig(
+            image=config.image, limits=config.limits, labels=config.labels, namespace=config.namespace
+        )
         if config != base:
             return None  # env, work dir, egress or read-only root: a running Rocklet cannot take them
         d = self.config.default_limits
@@ -248,7 +260,9 @@ class KubernetesBackend:
         )
         config = SandboxConfig(image=spec.image, limits=limits)
         labels = {LABEL_POOL: key, LABEL_STATE: "warm"}
-        self._create(pod_manifest(self.config, self._pod_name(), config, secrets.token_hex(24), labels, self._owner))
+        self._create(
+            pod_manifest(self.config, self._pod_name(), config, secrets.token_hex(24), labels, self._owner)
+        )
 
     def start(self, sandbox_id: str, config: SandboxConfig) -> SandboxHandle:
         """Claim a warm pod or create one; return once it is Ready and its Rocklet answers."""
@@ -274,7 +288,9 @@ class KubernetesBackend:
             self._lost.pop(sandbox_id, None)
             self._stopped.discard(sandbox_id)
         ok = self.watcher.wait_for(
-            lambda: (p := self.watcher.pods.get(name)) is None or is_ready(p) or bool(lost_reason_of(p, False)),
+            lambda: (
+                (p := self.watcher.pods.get(name)) is None or is_ready(p) or bool(lost_reason_of(p, False))
+            ),
             self.config.start_timeout_s,
         )
         current = self.watcher.pods.get(name)
@@ -391,7 +407,11 @@ class KubernetesBackend:
         for pod in self._pod_list():
             labels = pod["metadata"].get("labels") or {}
             meta = pod["metadata"]
-            if labels.get(LABEL_STATE) == "warm" or meta.get("deletionTimestamp") or meta["name"] in self._removing:
+            if (
+                labels.get(LABEL_STATE) == "warm"
+                or meta.get("deletionTimestamp")
+                or meta["name"] in self._removing
+            ):
                 continue
             sid = labels.get(LABEL_SANDBOX, "")
             if sid not in keep:

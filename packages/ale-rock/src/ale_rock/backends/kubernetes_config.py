@@ -56,7 +56,7 @@ class KubernetesBackendConfig(BaseModel):
     owner_namespace: str = ""
     """Namespace of ``owner_pod``; "" = ``namespace``. Owners must live in the dependents'
     namespace for the garbage collector, so a worker in another namespace gets no ownerReference."""
-    rocklet_image: str = "ale-worker:0.1.0"
+    rocklet_image: str = "ale-worker:latest"
     """Image of the init container that copies the Rocklet (``/opt/ale``: a Python + ale-rock) into
     the pod's emptyDir, so task images need no rebuild (they need a glibc; see docs/kubernetes.md)."""
     rocklet_dir: str = "/opt/ale"

@@ -93,7 +93,10 @@ def pod_manifest(
                     "command": [f"{ALE_MOUNT}/bin/python", "-m", ROCKLET_MODULE],
                     "workingDir": config.workdir,
                     "env": [
-                        {"name": "ALE_ROCKLET_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                        {
+                            "name": "ALE_ROCKLET_HOST",
+                            "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}},
+                        },
                         {"name": "ALE_ROCKLET_PORT", "value": str(kc.rocklet_port)},
                         {"name": "ALE_ROCKLET_TOKEN", "value": token},
                         {"name": "ALE_ROCKLET_SETTINGS", "value": rocklet_settings(config)},
@@ -124,8 +127,9 @@ def pod_manifest(
 
 
 def network_policy(kc: KubernetesBackendConfig) -> dict[str, Any]:
-    """Deny all egress of sandbox pods but DNS-free TCP to the ModelProxy; ingress only from the
-    workers, on the Rocklet port."""
+    """Deny all egress of sandbox pods but TCP to the ModelProxy (no DNS either: a resolver is a
+    tunnel out; sandboxes get the proxy's address, not a name); ingress only from the workers, on
+    the Rocklet port."""
     ns_selector = {"matchLabels": {"kubernetes.io/metadata.name": kc.proxy_namespace}}
     return {
         "apiVersion": "networking.k8s.io/v1",
@@ -136,13 +140,21 @@ def network_policy(kc: KubernetesBackendConfig) -> dict[str, Any]:
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [
                 {
-                    "from": [{"namespaceSelector": ns_selector, "podSelector": {"matchLabels": kc.worker_selector}}],
+                    "from": [  # workers in this namespace (pod-mode workers live by their pods) or the services'
+                        {"podSelector": {"matchLabels": kc.worker_selector}},
+                        {
+                            "namespaceSelector": ns_selector,
+                            "podSelector": {"matchLabels": kc.worker_selector},
+                        },
+                    ],
                     "ports": [{"protocol": "TCP", "port": kc.rocklet_port}],
                 }
             ],
             "egress": [
                 {
-                    "to": [{"namespaceSelector": ns_selector, "podSelector": {"matchLabels": kc.proxy_selector}}],
+                    "to": [
+                        {"namespaceSelector": ns_selector, "podSelector": {"matchLabels": kc.proxy_selector}}
+                    ],
                     "ports": [{"protocol": "TCP", "port": kc.proxy_port}],
                 }
             ],

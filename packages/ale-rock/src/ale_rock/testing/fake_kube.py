@@ -96,7 +96,9 @@ class _Kubelet:
             env = dict(os.environ)
             for e in container.get("env") or []:
                 ref = (e.get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath")
-                env[e["name"]] = {"status.podIP": ip, "metadata.name": self.name}.get(ref or "", e.get("value", ""))
+                env[e["name"]] = {"status.podIP": ip, "metadata.name": self.name}.get(
+                    ref or "", e.get("value", "")
+                )
             if "ALE_ROCKLET_SETTINGS" in env:
                 settings = json.loads(env["ALE_ROCKLET_SETTINGS"])
                 settings["workdir"] = os.path.join(self.dir, "work")
@@ -117,7 +119,9 @@ class _Kubelet:
         code = self.proc.wait()
         if not self.stopping:
             phase = "Succeeded" if code == 0 else "Failed"
-            self.fake._set_status(self.ns, self.name, phase=phase, ready=False, reason="Error" if code else "")
+            self.fake._set_status(
+                self.ns, self.name, phase=phase, ready=False, reason="Error" if code else ""
+            )
 
     def _probe(self, ip: str, port: int) -> bool:
         import grpc
@@ -203,7 +207,9 @@ class FakeKube:
                     body = self._body() if method in ("POST", "PATCH", "PUT") else {}
                     if method == "GET" and query.get("watch", "").lower() in ("true", "1"):
                         return fake._watch(self, url.path, query)
-                    code, out = fake._route(method, url.path, query, body, self.headers.get("Content-Type", ""))
+                    code, out = fake._route(
+                        method, url.path, query, body, self.headers.get("Content-Type", "")
+                    )
                 except ApiError as e:
                     code, out = e.body["code"], e.body
                 self._send(code, out)
@@ -279,7 +285,9 @@ class FakeKube:
         k = self._kubelets.get((ns, name))
         return k.proc.pid if k is not None and k.proc is not None else 0
 
-    def kubelet_evict(self, ns: str, name: str, message: str = "The node was low on resource: memory.") -> None:
+    def kubelet_evict(
+        self, ns: str, name: str, message: str = "The node was low on resource: memory."
+    ) -> None:
         """Node-pressure eviction: the kubelet kills the pod and marks it Failed/Evicted (it stays)."""
         k = self._kubelets.get((ns, name))
         if k is not None:
@@ -295,7 +303,9 @@ class FakeKube:
         self._events.append((self._rv, kind, ns, copy.deepcopy(obj)))
         self._lock.notify_all()
 
-    def _set_status(self, ns: str, name: str, phase: str, ready: bool, reason: str = "", message: str = "") -> None:
+    def _set_status(
+        self, ns: str, name: str, phase: str, ready: bool, reason: str = "", message: str = ""
+    ) -> None:
         with self._lock:
             pod = self._objects.get(("pods", ns, name))
             if pod is None:
@@ -307,7 +317,9 @@ class FakeKube:
             if message:
                 st["message"] = message
             conds = [c for c in st.get("conditions") or [] if c["type"] != "Ready"]
-            conds.append({"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": _now()})
+            conds.append(
+                {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": _now()}
+            )
             st["conditions"] = conds
             self._commit("MODIFIED", ns, pod)
 
@@ -349,7 +361,12 @@ class FakeKube:
                 copy.deepcopy(o) for (k, n, _), o in sorted(self._objects.items())
                 if k == kind and n == ns and _matches(o["metadata"].get("labels") or {}, selector)
             ]  # fmt: skip
-            return {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+            return {
+                "kind": "List",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": str(self._rv)},
+                "items": items,
+            }
 
     def _new_meta(self, kind: str, ns: str, body: Obj) -> Obj:
         obj = copy.deepcopy(body)
