@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PROTO_DIR := packages/ale-proto/proto
 PROTO_OUT := packages/ale-proto/src
 
-.PHONY: setup up down status test lint typecheck proto proto-check bench clean dist
+.PHONY: setup up down status test lint typecheck proto proto-check bench clean dist images
 
 setup:
 	@bash scripts/setup.sh
@@ -40,6 +40,11 @@ proto: setup
 # `pip install --find-links dist ale-rock` (each package's README says which line).
 dist: setup
 	@$(PY) scripts/dist.py dist
+
+# Service images (admin, worker, proxy, inference, trainer) from the project's base image and the
+# wheels scripts/dist.py builds; no registry. `make images ARGS="admin worker"` builds some. docs/deploy.md.
+images: setup
+	@bash deploy/images/build.sh $(ARGS)
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b --json || exit 1; done

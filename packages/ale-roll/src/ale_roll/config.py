@@ -335,7 +335,7 @@ class RoleResources(_Section):
     @field_validator("resources")
     @classmethod
     def _positive(cls, v: dict[str, float]) -> dict[str, float]:
-        # Ray treats a 0 amount as no constraint: a pin that pins nothing would be silently ignored.
+        # A 0 amount reserves nothing, so it would pin nothing: refused rather than silently ignored.
         bad = {k: a for k, a in v.items() if not a > 0 or not k}
         if bad:
             raise ValueError(f"custom resource amounts must be > 0 and names non-empty, got {bad}")
