@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,6 +51,7 @@ def test_all_stages_run_from_one_config_into_the_table_and_json(full_run: tuple[
         assert (out / stage / "model" / "config.json").exists()
         assert not (out / stage / "checkpoints").exists()  # dropped once the marker is written
     assert rows["rl"]["steps"] == 2 and rows["rl"]["loss_start"] is not None
+    assert rows["data"]["heldout_success"] is not None  # the starting model's, the baseline
     assert rows["eval"]["heldout_success"] is not None and rows["eval"]["model"].endswith("rl/model")
     # Each stage started from the previous one's model.
     rec = Recipe(_cfg(out))
@@ -84,9 +86,11 @@ def test_stage_views_cpt_all_tokens_sft1_unmasked_sft2_masked(full_run: tuple[Pa
     assert row.input_ids == full and row.sft_mask == [0] + [1] * (len(full) - 1)
 
 
-def test_injected_failure_mid_stage_resumes_that_stage(tmp_path: Path) -> None:
+def test_injected_failure_mid_stage_resumes_that_stage(full_run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     out = tmp_path / "run"
-    cfg = _cfg(out, "recipe.cpt.steps=0", "recipe.sft1.steps=2", "recipe.sft2.steps=6", "iterations=0")
+    for stage in ("data", "cpt", "sft1"):  # finished stages of the module's run
+        shutil.copytree(full_run[0] / stage, out / stage)
+    cfg = _cfg(out, "recipe.sft2.steps=6", "iterations=0")
 
     def fail(stage: str, step: int) -> None:
         if stage == "sft2" and step == 5:
@@ -104,10 +108,12 @@ def test_injected_failure_mid_stage_resumes_that_stage(tmp_path: Path) -> None:
     assert steps == [1, 2, 3, 4, 5, 6]  # the failed attempt's step 5 was dropped and replayed
 
 
-def test_sigkill_mid_stage_then_rerun_resumes_that_stage(tmp_path: Path) -> None:
+def test_sigkill_mid_stage_then_rerun_resumes_that_stage(full_run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = [f"output_dir={out}", *SMALL, "recipe.cpt.steps=0", "recipe.sft1.steps=2", "recipe.sft2.steps=300",
-            "recipe.sft2.checkpoint_every=3", "iterations=1"]
+    # The finished data, CPT and SFT-1 stages of the module's run: the killed process starts at SFT-2.
+    for stage in ("data", "cpt", "sft1"):
+        shutil.copytree(full_run[0] / stage, out / stage)
+    args = [f"output_dir={out}", *SMALL, "recipe.sft2.steps=60", "recipe.sft2.checkpoint_every=3", "iterations=1"]
     proc = subprocess.Popen([sys.executable, "-m", "ale_roll.cli", "recipe", "-c", str(EXAMPLE), *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     ckpts = out / "sft2" / "checkpoints"

@@ -131,8 +131,9 @@ class Recipe:
 
             trajs = load_trajectories(broad, ctl.env_factory, ctl.fmt)
         hq = recipe_data.high_quality_view(trajs)
+        base = self._heldout(ctl)  # the starting model's held-out success: the table's baseline
         return self._finish("data", {"stage": "data", "steps": len(trajs), "wall_s": time.perf_counter() - t0,
-                                     "broad": broad, "high_quality_count": len(hq),
+                                     "broad": broad, "high_quality_count": len(hq), "heldout_success": base,
                                      "success_rate": sum(bool(t.metadata.get("success")) for t in trajs) / max(len(trajs), 1)})
 
     def _stage_data(self, stage: str, ctl: Any) -> list[Trajectory]:
