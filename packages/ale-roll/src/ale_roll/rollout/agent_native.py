@@ -151,11 +151,8 @@ class _Launcher:
     params: SamplingParams
 
     def run(self, ctx: Any, cancel: Any) -> Any:
-        from ale_rock.episode import AgentRun
-
-        run = self.launcher.run(AgentContext(ctx.provider, ctx.sandbox_id, ctx.prompt, ctx.base_url, ctx.api_key,
-                                             ctx.model, ctx.budget_s, self.params), cancel)
-        return AgentRun(run.exit_code, run.output, run.timed_out, run.stop_reason, run.model_failed)
+        return self.launcher.run(AgentContext(ctx.provider, ctx.sandbox_id, ctx.prompt, ctx.base_url, ctx.api_key,
+                                              ctx.model, ctx.budget_s, self.params), cancel)  # an ale-rock AgentRun
 
 
 @dataclass

@@ -10,33 +10,24 @@ token ids: the ModelProxy records them. Two launchers:
 - :class:`FlowAgent` — ale-flow's agent loop in this process, its tools executing in the sandbox
   through ale-flow's ``SandboxWorkspace`` (needs an ale-rock ``SdkProvider``: a real sandbox).
 
-ale-flow and ale-rock are imported lazily (``pip install 'ale-roll[agent]'``).
+Both run through ale-rock's episode machinery: :class:`AgentRun` *is* ``ale_rock.episode.AgentRun``
+and :class:`CommandAgent` hands its command to ale-rock's ``CommandAgent``. ale-flow is imported
+lazily; this module needs ale-rock (``pip install 'ale-roll[agent]'``).
 """
 
 from __future__ import annotations
 
-import shlex
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ale_rock.episode import agents as rock_agents
+from ale_rock.episode.outcome import AgentRun
+
 from ale_roll.engines.base import SamplingParams
 
-
-@dataclass(frozen=True)
-class AgentRun:
-    """How an agent run ended."""
-
-    exit_code: int
-    """0 for a normal end; the process exit code for a command agent."""
-    output: str = ""
-    timed_out: bool = False
-    """The budget ran out (the episode is then marked truncated)."""
-    stop_reason: str = ""
-    """The agent's own stop reason where it has one (ale-flow: completed, max_steps, model_error, ...)."""
-    model_failed: bool = False
-    """The agent gave up because model calls failed (proxy / inference trouble: infrastructure, not policy)."""
+__all__ = ["AgentContext", "AgentLauncher", "AgentRun", "CommandAgent", "FlowAgent"]
 
 
 @dataclass(frozen=True)
@@ -74,15 +65,11 @@ class CommandAgent:
     """Written into the work dir before the command runs (the agent's code, its config)."""
 
     def run(self, ctx: AgentContext, cancel: threading.Event) -> AgentRun:
-        if self.files:
-            ctx.provider.upload(ctx.sandbox_id, dict(self.files))
-        env = {"OPENAI_BASE_URL": ctx.base_url, "OPENAI_API_KEY": ctx.api_key, "OPENAI_MODEL": ctx.model,
-               "ALE_TASK_PROMPT": ctx.prompt, "ALE_TEMPERATURE": str(ctx.params.temperature),
-               "ALE_MAX_TOKENS": str(ctx.params.max_tokens)}
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        # The sandbox enforces the budget: the command is killed when it runs out.
-        out = ctx.provider.exec(ctx.sandbox_id, f"export {exports}; {self.command}", ctx.budget_s)
-        return AgentRun(out.exit_code, out.output, out.timed_out)
+        # ale-rock's CommandAgent runs it; the sampling params go as ALE_TEMPERATURE / ALE_MAX_TOKENS.
+        sampling = {"ALE_TEMPERATURE": str(ctx.params.temperature), "ALE_MAX_TOKENS": str(ctx.params.max_tokens)}
+        rock_ctx = rock_agents.AgentContext(ctx.provider, ctx.sandbox_id, ctx.prompt, ctx.base_url, ctx.api_key,
+                                            ctx.model, ctx.budget_s, sampling)
+        return rock_agents.CommandAgent(self.command, self.files).run(rock_ctx, cancel)
 
 
 _FLOW_LIMIT_STOPS = {"max_steps", "max_tokens", "max_cost", "time_limit"}
