@@ -34,10 +34,11 @@ def sft_steps(policy: Policy, trajs: Sequence[Trajectory], cfg: SFTConfig, *, se
     engine = policy.train
     engine.set_lr(cfg.lr)
     rng = random.Random(seed)
+    pool = list(trajs)
     metrics: dict[str, float] = {}
     try:
         for step in range(1, cfg.steps + 1):
-            batch = rng.sample(list(trajs), min(cfg.batch_size, len(trajs)))
+            batch = rng.sample(pool, min(cfg.batch_size, len(pool)))
             metrics = train_step(engine, batch, "sft", pad_id=policy.pad_id)
             if on_step is not None:
                 on_step(step, metrics)
