@@ -16,38 +16,18 @@ import pytest
 from ale_proto.errors import error_detail_of
 from ale_proto.v1 import common_pb2, env_pb2, env_pb2_grpc
 from ale_rock.envs import (
-    Env,
     EnvDeadlineExceeded,
     EnvError,
     EnvNotFound,
     EpisodeNotActive,
     InvalidAction,
     make,
-    register,
 )
 from ale_rock.envs.batch_client import BatchedRemoteEnv, BatchEnvClient
 from ale_rock.envs.server import EnvServerConfig, serve_env_service
 
 GAMES = ("game:GuessTheNumber-v0", "game:FrozenLake-v0", "game:Sokoban-v0")
 ACTIONS = ["10", "5", "\\boxed{15}", "up", "nonsense", "12", "13", "right", "down"]
-
-
-class SleepyEnv(Env):
-    """Sleeps ``delay`` seconds per step."""
-
-    def __init__(self, delay: float = 1.0, seed: int | None = None) -> None:
-        super().__init__(seed)
-        self.delay = delay
-
-    def _reset(self) -> tuple[str, dict[str, Any]]:
-        return "ready", {}
-
-    def _step(self, action: str) -> Any:
-        time.sleep(self.delay)
-        return "slept", 0.0, False, False, {}
-
-
-register("test:Sleepy-v0", SleepyEnv, replace=True)
 
 
 @pytest.fixture(scope="module")

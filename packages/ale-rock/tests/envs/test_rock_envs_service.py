@@ -13,35 +13,15 @@ import pytest
 from ale_proto.errors import error_detail_of
 from ale_proto.v1 import common_pb2, env_pb2, env_pb2_grpc
 from ale_rock.envs import (
-    Env,
     EnvDeadlineExceeded,
     EnvNotFound,
     EpisodeNotActive,
     InvalidAction,
     SandboxLost,
     make,
-    register,
 )
 from ale_rock.envs.client import list_remote_envs
 from ale_rock.envs.server import EnvServerConfig, serve_env_service
-
-
-class SlowEnv(Env):
-    """Sleeps ``delay`` seconds per step (for the step timeout)."""
-
-    def __init__(self, delay: float = 1.0, seed: int | None = None) -> None:
-        super().__init__(seed)
-        self.delay = delay
-
-    def _reset(self) -> tuple[str, dict[str, Any]]:
-        return "ready", {}
-
-    def _step(self, action: str) -> Any:
-        time.sleep(self.delay)
-        return "slept", 0.0, False, False, {}
-
-
-register("test:Slow-v0", SlowEnv, replace=True)
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +116,7 @@ def test_episode_budget_reclaims_the_env(server: Any) -> None:
 
 
 def test_step_timeout_gives_deadline_exceeded(server: Any) -> None:
-    env = make("test:Slow-v0", address=server.address, step_timeout_s=0.2, delay=2.0)
+    env = make("test:Sleepy-v0", address=server.address, step_timeout_s=0.2, delay=2.0)
     env.reset()
     t = time.monotonic()
     with pytest.raises(EnvDeadlineExceeded):
