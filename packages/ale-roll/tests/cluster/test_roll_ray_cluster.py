@@ -148,9 +148,9 @@ def test_roles_land_on_the_nodes_their_custom_resources_pin_and_a_run_completes(
     nodes = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "resources": {"learner": 1}, "temp_dir": temp_dir, "include_dashboard": False})
     try:
-        rollout_node = nodes.add_node(num_cpus=1, resources={"rollout": 3})
+        rollout_node = nodes.add_node(num_cpus=1, resources={"rollout": 2})
         nodes.wait_for_nodes()
-        raw = _raw(tmp_path / "run", mode="ray", address=nodes.address, num_rollout_workers=2,
+        raw = _raw(tmp_path / "run", mode="ray", address=nodes.address, num_rollout_workers=1,
                    train={"num_cpus": 0.5, "resources": {"learner": 1}},
                    inference={"num_cpus": 0.25, "resources": {"rollout": 1}},
                    rollout_worker={"num_cpus": 0.25, "resources": {"rollout": 1}},
@@ -160,8 +160,8 @@ def test_roles_land_on_the_nodes_their_custom_resources_pin_and_a_run_completes(
         with build_ray_cluster(cfg) as cluster:
             head_id, rollout_id = nodes.head_node.node_id, rollout_node.node_id
             assert head_id != rollout_id
-            assert cluster.nodes == {"train": head_id, "inference": rollout_id,
-                                     "rollout_worker_0": rollout_id, "rollout_worker_1": rollout_id}, cluster.nodes
+            assert cluster.nodes == {"train": head_id, "inference": rollout_id, "rollout_worker_0": rollout_id}, \
+                cluster.nodes
             summary = Controller(cfg, policy=cluster.policy, env_factory=cluster.env_factory).run()
             assert summary["step"] == 1
             assert cluster.inference_version() == 1  # weights crossed from the head node's actor
