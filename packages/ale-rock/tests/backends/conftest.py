@@ -10,35 +10,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
-from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 from ale_rock.backends.base import Limits, SandboxConfig
 from ale_rock.backends.limits import CGROUP_ROOT
 from ale_rock.backends.local import LocalBackend, LocalBackendConfig
 from ale_rock.backends.local_uids import pids_of_uid
 from ale_rock.egress.gateway import EgressGateway
 
+from ._box import Box
+
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None or os.geteuid() != 0,
     reason="needs bubblewrap and root (tmpfs mounts, cgroups)",
 )
-
-
-class Box:
-    """A started sandbox and a stub to its Rocklet."""
-
-    def __init__(self, backend: LocalBackend, sandbox_id: str, socket: Path) -> None:
-        self.backend = backend
-        self.id = sandbox_id
-        self.channel = grpc.insecure_channel(f"unix:{socket}")
-        self.stub = rocklet_pb2_grpc.RockletServiceStub(self.channel)
-
-    def sh(self, command: str, timeout_ms: int = 20000, **spec: Any) -> Any:
-        req = rocklet_pb2.RockletServiceExecRequest(
-            spec=sandbox_pb2.ExecSpec(command=command, timeout_ms=timeout_ms, **spec)
-        )
-        return self.stub.Exec(req, timeout=timeout_ms / 1000 + 30).result
 
 
 def leaks(backend: LocalBackend) -> list[str]:
@@ -101,7 +85,7 @@ def make_box(backend: LocalBackend, gateway: EgressGateway) -> Iterator[Any]:
         handle = backend.start(sid, SandboxConfig(limits=limits or Limits(), **config))
         made.append(sid)
         gateway.register(sid, handle.extra["egress_token"], [])
-        return Box(backend, sid, handle.rocklet_socket)
+        return Box(handle.rocklet_socket, backend, sid)
 
     yield make
     for sid in made:
@@ -118,4 +102,4 @@ def find_leaks() -> Any:
 @pytest.fixture
 def box_for() -> Any:
     """Wrap (backend, sandbox id, socket) of a test's own backend in a Box."""
-    return Box
+    return lambda backend, sandbox_id, socket: Box(socket, backend, sandbox_id)

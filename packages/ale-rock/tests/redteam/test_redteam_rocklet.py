@@ -16,33 +16,22 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
-from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
+from ale_proto.v1 import sandbox_pb2
 from ale_rock.backends.base import Limits, SandboxConfig
 from ale_rock.backends.local import LocalBackend, LocalBackendConfig
+
+from ..backends._box import Box
 
 MiB = 2**20
 EXITED = sandbox_pb2.EXEC_END_REASON_EXITED
 TIMEOUT = sandbox_pb2.EXEC_END_REASON_TIMEOUT
 
 
-class _Box:
-    def __init__(self, socket: Path) -> None:
-        self.channel = grpc.insecure_channel(f"unix:{socket}")
-        self.stub = rocklet_pb2_grpc.RockletServiceStub(self.channel)
-
-    def sh(self, command: str, timeout_ms: int = 20000, **spec: Any) -> Any:
-        req = rocklet_pb2.RockletServiceExecRequest(
-            spec=sandbox_pb2.ExecSpec(command=command, timeout_ms=timeout_ms, **spec)
-        )
-        return self.stub.Exec(req, timeout=timeout_ms / 1000 + 30).result
-
-
 @pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Box]:
+def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
     """One sandbox with memory=256Mi and disk=64Mi (its /tmp is RAM-backed tmpfs)."""
     if shutil.which("bwrap") is None or os.geteuid() != 0:
         pytest.skip("needs bubblewrap and root")
@@ -52,7 +41,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Box]:
     sid = f"rt-{uuid.uuid4().hex[:8]}"
     try:
         handle = backend.start(sid, SandboxConfig(limits=Limits(memory_bytes=256 * MiB, disk_bytes=64 * MiB)))
-        b = _Box(handle.rocklet_socket)
+        b = Box(handle.rocklet_socket)
         yield b
         b.channel.close()
         backend.remove(sid)
@@ -73,7 +62,7 @@ def _docker_problem() -> str:
 
 
 @pytest.fixture(scope="module")
-def docker_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Box]:
+def docker_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
     """The same attacks against a Docker sandbox (memory=256Mi, the Rocklet from this checkout)."""
     problem = _docker_problem()
     if problem:
@@ -89,7 +78,7 @@ def docker_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Box]:
     sid = f"rt-{uuid.uuid4().hex[:8]}"
     try:
         handle = backend.start(sid, SandboxConfig(limits=Limits(memory_bytes=256 * MiB)))
-        b = _Box(handle.rocklet_socket)
+        b = Box(handle.rocklet_socket)
         yield b
         b.channel.close()
         backend.remove(sid)
@@ -117,7 +106,7 @@ def _host_pids_running(cmdline: str) -> list[int]:
 # -- finding 8: output and a full /tmp do not kill the Rocklet ------------------------------------
 
 
-def test_1g_of_output_neither_kills_the_rocklet_nor_fills_its_memory(box: _Box) -> None:
+def test_1g_of_output_neither_kills_the_rocklet_nor_fills_its_memory(box: Box) -> None:
     r = box.sh("head -c 1G /dev/zero; echo done >&2", timeout_ms=60000)
     assert r.end_reason == EXITED and r.exit_code == 0, r
     assert r.stdout_truncated and len(r.stdout) <= 1 * MiB
@@ -132,7 +121,7 @@ def test_1g_of_output_neither_kills_the_rocklet_nor_fills_its_memory(box: _Box) 
     box.sh(f"rm -f {r.stdout_spill_path}")
 
 
-def test_a_full_tmp_does_not_stop_commands(box: _Box) -> None:
+def test_a_full_tmp_does_not_stop_commands(box: Box) -> None:
     # Several files: the per-file size limit (RLIMIT_FSIZE) would stop a single one early.
     fill = box.sh("for i in 1 2 3 4 5 6 7 8 9; do head -c 16M /dev/zero > /tmp/fill$i || break; done; "
                   "df -k --output=avail /tmp | tail -1")
@@ -162,7 +151,7 @@ FORK_BOMB = (
 )
 
 
-def test_timeout_kills_every_descendant_even_setsid_ones(box: _Box) -> None:
+def test_timeout_kills_every_descendant_even_setsid_ones(box: Box) -> None:
     started = time.monotonic()
     r = box.sh(FORK_BOMB, timeout_ms=1000)
     took = time.monotonic() - started
@@ -177,7 +166,7 @@ def test_timeout_kills_every_descendant_even_setsid_ones(box: _Box) -> None:
     assert forked.stdout == b"forked\n"
 
 
-def test_a_command_ignoring_sigterm_gets_sigkill_after_the_grace(box: _Box) -> None:
+def test_a_command_ignoring_sigterm_gets_sigkill_after_the_grace(box: Box) -> None:
     started = time.monotonic()
     r = box.sh("trap '' TERM; sleep 3120", timeout_ms=500)
     assert r.end_reason == TIMEOUT and r.signal == 9, r
@@ -212,7 +201,7 @@ else:
 """
 
 
-def test_a_command_cannot_ptrace_or_read_its_rocklet(box: _Box) -> None:
+def test_a_command_cannot_ptrace_or_read_its_rocklet(box: Box) -> None:
     r = box.sh("exec /usr/bin/python3 -", stdin=PTRACE.encode())
     out = r.stdout.decode()
     assert r.exit_code == 0, r
@@ -227,7 +216,7 @@ def test_a_command_cannot_ptrace_or_read_its_rocklet(box: _Box) -> None:
 
 
 @pytest.mark.parametrize("method", ["Exec", "ReadFile", "GetInfo"])
-def test_garbage_request_bytes_get_invalid_argument(box: _Box, method: str) -> None:
+def test_garbage_request_bytes_get_invalid_argument(box: Box, method: str) -> None:
     call = box.channel.unary_unary(f"/ale.v1.RockletService/{method}")
     with pytest.raises(grpc.RpcError) as e:
         call(b"\xff\xff\xff", timeout=10)  # not a protobuf message at all
@@ -235,7 +224,7 @@ def test_garbage_request_bytes_get_invalid_argument(box: _Box, method: str) -> N
     assert box.sh("echo ok").stdout == b"ok\n"
 
 
-def test_garbage_upload_stream_gets_invalid_argument(box: _Box) -> None:
+def test_garbage_upload_stream_gets_invalid_argument(box: Box) -> None:
     call = box.channel.stream_unary("/ale.v1.RockletService/UploadFile")
     with pytest.raises(grpc.RpcError) as e:
         call(iter([b"\xff\xff\xff"]), timeout=10)
@@ -246,21 +235,21 @@ def test_garbage_upload_stream_gets_invalid_argument(box: _Box) -> None:
 
 
 @pytest.mark.docker
-def test_docker_1g_of_output_leaves_the_rocklet_alive(docker_box: _Box) -> None:
+def test_docker_1g_of_output_leaves_the_rocklet_alive(docker_box: Box) -> None:
     test_1g_of_output_neither_kills_the_rocklet_nor_fills_its_memory(docker_box)
 
 
 @pytest.mark.docker
-def test_docker_timeout_kills_every_descendant_even_setsid_ones(docker_box: _Box) -> None:
+def test_docker_timeout_kills_every_descendant_even_setsid_ones(docker_box: Box) -> None:
     test_timeout_kills_every_descendant_even_setsid_ones(docker_box)
 
 
 @pytest.mark.docker
-def test_docker_a_command_cannot_ptrace_or_read_its_rocklet(docker_box: _Box) -> None:
+def test_docker_a_command_cannot_ptrace_or_read_its_rocklet(docker_box: Box) -> None:
     test_a_command_cannot_ptrace_or_read_its_rocklet(docker_box)
 
 
-def test_a_memory_bomb_is_killed_not_the_rocklet_and_the_result_says_so(box: _Box) -> None:
+def test_a_memory_bomb_is_killed_not_the_rocklet_and_the_result_says_so(box: Box) -> None:
     # Touch every page: 512 MiB in a 256 MiB sandbox. Commands run at oom_score_adj 1000, so the
     # OOM killer takes the command.
     r = box.sh("exec /usr/bin/python3 -c 'x = bytearray(512 << 20); print(len(x))'", timeout_ms=30000)
@@ -270,5 +259,5 @@ def test_a_memory_bomb_is_killed_not_the_rocklet_and_the_result_says_so(box: _Bo
 
 
 @pytest.mark.docker
-def test_docker_a_memory_bomb_is_killed_not_the_rocklet(docker_box: _Box) -> None:
+def test_docker_a_memory_bomb_is_killed_not_the_rocklet(docker_box: Box) -> None:
     test_a_memory_bomb_is_killed_not_the_rocklet_and_the_result_says_so(docker_box)
