@@ -177,7 +177,7 @@ class DockerBackend:
         self._pool = WarmPools(
             self._launch_warm,
             self._cleanup,
-            floors={shape: self.config.pool_size} if (shape := self._shape(self._pool_shape())) else {},
+            floors={shape: self.config.pool_size} if (shape := self._floor_shape()) else {},
             max_per_shape=max(self.config.pool_max, self.config.pool_size),
             max_total=max(self.config.pool_max_total, self.config.pool_size),
             window_s=self.config.pool_window_s,
@@ -295,6 +295,17 @@ class DockerBackend:
         except self._errors.APIError:
             return None
         return (image, image_id, config.limits.model_dump_json())
+
+    def _floor_shape(self) -> tuple[str, str, str] | None:
+        """The default shape, or None when the engine cannot tell yet (no image, engine down):
+        then it is pooled on demand only, like any other shape."""
+        if self.config.pool_size == 0:
+            return None
+        try:
+            return self._shape(self._pool_shape())
+        except Exception:  # noqa: BLE001 - a backend must construct without a reachable engine
+            log.warning("warm pool: cannot resolve the base image %s yet", self.config.base_image)
+            return None
 
     def _launch_warm(self, key: str, shape: object) -> None:
         assert isinstance(shape, tuple)
