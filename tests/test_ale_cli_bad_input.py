@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ale_proto.testing import assert_bad_input_error
 from typer.testing import CliRunner
 
 from ale.cli import app
@@ -39,11 +40,6 @@ def test_bad_config_is_one_line_and_makes_no_run_dir(tmp_path: Path, monkeypatch
         (tmp_path / "up.yaml").write_text(text)
         argv += ["-c", str(tmp_path / "up.yaml")]
     res = runner.invoke(app, argv + [a.replace("{d}", str(tmp_path)) for a in args])
-    assert res.exit_code == 2, (res.output, res.exception)
-    lines = res.stderr.strip().splitlines()
-    assert 1 <= len(lines) <= 2 and lines[0].startswith("error: "), res.stderr
-    assert "Traceback" not in res.output
-    for needle in named:
-        assert needle in lines[0], (needle, lines[0])
+    assert_bad_input_error(res, named)
     assert sorted(p.name for p in runs.iterdir()) == ["latest", "old"]
     assert (runs / "latest").readlink() == Path("old")

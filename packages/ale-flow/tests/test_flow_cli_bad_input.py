@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from ale_flow.cli import app
+from ale_proto.testing import assert_bad_input_error
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -43,9 +44,4 @@ def test_bad_settings_are_one_line_naming_them_and_exit_2(
         (tmp_path / ".ale" / "settings.yaml").write_text(settings)
     res = runner.invoke(app, ["-p", "x", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                               "-w", str(tmp_path), *extra])
-    assert res.exit_code == 2, (res.output, res.exception)
-    lines = res.stderr.strip().splitlines()
-    assert 1 <= len(lines) <= 2 and lines[0].startswith("error: "), res.stderr
-    assert "Traceback" not in res.output
-    for needle in named:
-        assert needle in lines[0], (needle, lines[0])
+    assert_bad_input_error(res, named)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ale_proto.testing import assert_bad_input_error
 from ale_roll.cli import app
 from typer.testing import CliRunner
 
@@ -32,10 +33,5 @@ def test_bad_config_is_one_line_naming_it_and_exit_2(tmp_path: Path, command: st
     if text is not None:
         path.write_text(text.replace("OUT", str(out)))
     res = runner.invoke(app, [command, "-c", str(path), *overrides])
-    assert res.exit_code == 2, (res.output, res.exception)
-    lines = res.stderr.strip().splitlines()
-    assert 1 <= len(lines) <= 2 and lines[0].startswith("error: "), res.stderr
-    assert "Traceback" not in res.output
-    for needle in named:
-        assert needle in lines[0], (needle, lines[0])
+    assert_bad_input_error(res, named)
     assert not out.exists()  # nothing is made for a config that does not validate
