@@ -98,6 +98,27 @@ NO_REUSEPORT = ("grpc.so_reuseport", 0)
 shares it (the kernel splits connections between the two). Every ALE server turns it off."""
 
 
+class RunningServer:
+    """A started gRPC server on ``address`` (``bind:port``): :meth:`stop` stops serving, then
+    :meth:`close` releases what it served (a subclass's override); :meth:`wait` blocks until it stops."""
+
+    def __init__(self, server: Any, port: int, bind: str) -> None:
+        self.server, self.port = server, port
+        self.address = f"{bind}:{port}"
+
+    def close(self) -> None:
+        """Release what the server served, once it no longer serves (nothing here)."""
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop serving (``grace`` seconds for calls in flight), then :meth:`close`."""
+        self.server.stop(grace).wait(grace + 1)
+        self.close()
+
+    def wait(self) -> None:
+        """Block until the server stops."""
+        self.server.wait_for_termination()
+
+
 class PortInUse(SystemExit):
     """A server could not bind its port because another process holds it.
 

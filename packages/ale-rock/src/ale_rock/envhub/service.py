@@ -164,21 +164,15 @@ def add_envhub_service(
     return hub
 
 
-class EnvHubServer:
-    """A running standalone EnvHub: ``address``, ``hub``, ``stop()``."""
+class EnvHubServer(serving.RunningServer):
+    """A running standalone EnvHub: ``address``, ``hub``, ``stop()`` (which closes the registry)."""
 
     def __init__(self, server: grpc.Server, hub: EnvHub, port: int, bind: str) -> None:
-        self.server, self.hub, self.port = server, hub, port
-        self.address = f"{bind}:{port}"
+        super().__init__(server, port, bind)
+        self.hub = hub
 
-    def stop(self, grace: float = 1.0) -> None:
-        """Stop serving and close the registry."""
-        self.server.stop(grace).wait(grace + 1)
+    def close(self) -> None:
         self.hub.registry.close()
-
-    def wait(self) -> None:
-        """Block until the server stops."""
-        self.server.wait_for_termination()
 
 
 def serve_envhub(config: EnvHubConfig | None = None, hub: EnvHub | None = None) -> EnvHubServer:

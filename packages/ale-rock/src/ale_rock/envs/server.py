@@ -236,21 +236,15 @@ def add_env_service(server: grpc.Server, config: EnvServerConfig | None = None) 
     return host
 
 
-class EnvServer:
-    """A running EnvService: ``address``, ``host`` (the environments), ``stop()``."""
+class EnvServer(serving.RunningServer):
+    """A running EnvService: ``address``, ``host`` (the environments), ``stop()`` (which closes every env)."""
 
     def __init__(self, server: grpc.Server, host: EnvHost, port: int, bind: str) -> None:
-        self.server, self.host, self.port = server, host, port
-        self.address = f"{bind}:{port}"
+        super().__init__(server, port, bind)
+        self.host = host
 
-    def stop(self, grace: float = 1.0) -> None:
-        """Stop serving and close every environment."""
-        self.server.stop(grace).wait(grace + 1)
+    def close(self) -> None:
         self.host.shutdown()
-
-    def wait(self) -> None:
-        """Block until the server stops."""
-        self.server.wait_for_termination()
 
 
 def serve_env_service(config: EnvServerConfig | None = None) -> EnvServer:
