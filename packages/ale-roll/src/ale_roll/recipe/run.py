@@ -103,9 +103,7 @@ class Recipe:
     def _controller(self, stage: str) -> Any:
         from ale_roll.trainer.controller import Controller
 
-        cfg = self.stage_cfg(stage)
-        ctl = Controller(cfg)
-        return ctl
+        return Controller(self.stage_cfg(stage))
 
     def _heldout(self, ctl: Any, episodes: int | None = None) -> float | None:
         """Greedy held-out success of the controller's train weights (pushed to its inference engine)."""
@@ -124,7 +122,7 @@ class Recipe:
         if d.generate is not None:
             trajs = recipe_data.generate_trajectories(ctl.env_factory, ctl.fmt, d.generate, self.cfg.seed)
             recipe_data.write_jsonl(self.stage_dir("data") / "broad.jsonl", trajs)
-            broad = str((self.stage_dir("data") / "broad.jsonl").resolve())
+            broad = "data/broad.jsonl"  # relative to output_dir: the run directory may move
         else:
             broad = str(self.cfg.resolve(str(d.broad)).resolve())
             from ale_roll.rollout.replay import load_trajectories
@@ -141,7 +139,7 @@ class Recipe:
 
         d = self.cfg.recipe.data
         info = self.marker("data") or {}
-        broad = load_trajectories(info["broad"], ctl.env_factory, ctl.fmt)
+        broad = load_trajectories(self.out / info["broad"], ctl.env_factory, ctl.fmt)  # absolute stays absolute
         if stage == "cpt":
             if d.cpt is not None:
                 return recipe_data.load_cpt_file(self.cfg.resolve(d.cpt), ctl.policy.tokenizer, ctl.env_factory, ctl.fmt)
@@ -257,7 +255,8 @@ def _fmt(v: Any, spec: str = ".3f") -> str:
 
 
 def format_table(summary: dict[str, Any]) -> str:
-    """The per-stage table: stage, steps, resumed from, wall s, loss start→end, held-out success."""
+    """The per-stage table: stage, steps, resumed from (a checkpoint step, or `done` when skipped), wall s
+    (of the attempt that finished the stage), loss start→end (its metrics.jsonl), held-out success."""
     head = ("stage", "steps", "resumed", "wall s", "loss start→end", "held-out success")
     lines = [head]
     for row in summary["stages"]:
