@@ -64,10 +64,13 @@ class Records:
         :meth:`Store.usage`, from memory. A copy."""
         if namespace is not None and worker_id is not None:
             raise ValueError("usage of a namespace on one worker is not tracked")
-        u = (self._total if namespace is None and worker_id is None
-             else (self._by_namespace if namespace is not None else self._by_worker).get(
-                 namespace if namespace is not None else worker_id or "", Usage()))
-        return Usage(u.sandboxes, u.cpu_millis, u.memory_bytes)
+        if namespace is not None:
+            u = self._by_namespace.get(namespace)
+        elif worker_id is not None:
+            u = self._by_worker.get(worker_id)
+        else:
+            u = self._total
+        return Usage() if u is None else Usage(u.sandboxes, u.cpu_millis, u.memory_bytes)
 
     def usage_by_worker(self) -> Mapping[str, Usage]:
         """Worker id → what its active sandboxes hold (absent: nothing). A read-only live view,
