@@ -45,22 +45,9 @@ class BisectingGenerator:
         return Generation("r", ids, [-0.5] * len(ids), StopReason.STOP, 0)
 
 
-class SleepyGame(rock_envs.Env):
-    """Each step sleeps ``delay`` seconds."""
+from ale_rock.testing.envs import SleepyEnv  # noqa: E402 - after the importorskip above
 
-    def __init__(self, delay: float = 1.0, seed: int | None = None) -> None:
-        super().__init__(seed)
-        self.delay = delay
-
-    def _reset(self) -> tuple[str, dict[str, Any]]:
-        return "ready", {}
-
-    def _step(self, action: str) -> Any:
-        time.sleep(self.delay)
-        return "slept", 0.0, False, False, {}
-
-
-rock_envs.register("test:RollSleepy-v0", SleepyGame, replace=True)
+rock_envs.register("test:RollSleepy-v0", SleepyEnv, replace=True)
 
 
 @pytest.fixture(scope="module")
