@@ -159,7 +159,7 @@ def test_pod_spec_contract(fake: FakeKube) -> None:
     b = KubernetesBackend(kc)
     try:
         limits = Limits(cpu_millis=500, memory_bytes=256 * 2**20, disk_bytes=2**30)
-        h = b.start("sb-spec", SandboxConfig(image="task:1", limits=limits, labels={LABEL_TTL: "600"}))
+        h = b.start("sb-spec", SandboxConfig(image="task:1", limits=limits, ttl_seconds=600))
         pod = fake.get_pod("spec", h.extra["pod"])
         assert pod is not None
         spec, c = pod["spec"], pod["spec"]["containers"][0]
@@ -284,11 +284,9 @@ def test_eviction_mid_exec_makes_the_sandbox_lost_and_reported(cluster: Cluster,
     channel = worker_channel(worker.address, worker.secret)
     try:
         ws, rs = worker_pb2_grpc.WorkerServiceStub(channel), rocklet_pb2_grpc.RockletServiceStub(channel)
-        ws.StartSandbox(
-            worker_pb2.StartSandboxRequest(
-                sandbox_id="sb-ev", spec=sandbox_pb2.SandboxSpec(image=cluster.image)
-            )
-        )
+        spec = sandbox_pb2.SandboxSpec(image=cluster.image, ttl_seconds=900)
+        started = ws.StartSandbox(worker_pb2.StartSandboxRequest(sandbox_id="sb-ev", spec=spec))
+        assert started.state == sandbox_pb2.SANDBOX_STATE_RUNNING, started.message
         md = [("ale-sandbox-id", "sb-ev")]
         req = rocklet_pb2.RockletServiceExecRequest(
             spec=sandbox_pb2.ExecSpec(command="echo ok", timeout_ms=5000)
@@ -314,6 +312,7 @@ def test_eviction_mid_exec_makes_the_sandbox_lost_and_reported(cluster: Cluster,
             if p["metadata"]["labels"].get("ale.sandbox_id") == "sb-ev"
         )  # type: ignore[attr-defined]
         name = pod["metadata"]["name"]
+        assert pod["spec"]["activeDeadlineSeconds"] == 900  # the spec's TTL, through the worker
         cluster.core().create_namespaced_pod_eviction(
             name,
             kc.namespace,
@@ -391,7 +390,10 @@ def test_deadline_from_the_ttl_makes_the_sandbox_lost(fake: FakeKube) -> None:
     cl = Cluster(fake.url, "ttl", "python:3.11", "", False, fake)
     b = KubernetesBackend(cl.config())
     try:
-        b.start("sb-ttl", SandboxConfig(image=cl.image, labels={LABEL_TTL: "2"}))
+        h = b.start("sb-ttl", SandboxConfig(image=cl.image, labels={LABEL_TTL: "3600"}))  # the label form
+        pod = fake.get_pod("ttl", h.extra["pod"])
+        assert pod is not None and pod["spec"]["activeDeadlineSeconds"] == 3600
+        fake.expire("ttl", h.extra["pod"])  # the deadline passes (without waiting an hour)
         assert b.watcher.wait_for(lambda: bool(b.lost_reason("sb-ttl")), 10)
         assert "activeDeadlineSeconds" in b.lost_reason("sb-ttl") and not b.is_running("sb-ttl")
     finally:

@@ -65,6 +65,9 @@ class SandboxConfig(BaseModel):
     """Labels (kept by the backend for reconciliation)."""
     namespace: str = ""
     """Owning namespace: scopes the sandbox's commits (snapshots) and the images it may start from."""
+    ttl_seconds: int = Field(default=0, ge=0)
+    """The sandbox's TTL (0 = none given). The Admin enforces it; a backend may also bind it (the
+    kubernetes backend's ``activeDeadlineSeconds``), so a sandbox outlives no lost Admin."""
 
 
 @dataclass

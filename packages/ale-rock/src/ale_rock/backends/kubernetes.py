@@ -93,7 +93,7 @@ def lost_reason_of(pod: Pod, deleted: bool) -> str:
             return f"pod evicted by the kubelet: {status.get('message', '')}".strip()
         if reason == "DeadlineExceeded":
             return "pod reached its activeDeadlineSeconds (the sandbox's TTL)"
-        return f"pod {phase.lower()} ({reason})"
+        return f"pod {phase.lower()} ({reason}) {status.get('message', '')}".strip()
     if deleted:
         return "pod deleted by someone else (node drain, owner gone, kubectl delete)"
     return ""
@@ -116,6 +116,8 @@ class KubernetesBackend:
         self._removing: set[str] = set()  # pod names we delete: their DELETED is no loss
         self._lost: dict[str, str] = {}  # sandbox id -> why
         self._stopped: set[str] = set()  # sandbox ids stopped (pod deleted), listed until removed
+        self._starting: set[str] = set()  # not listed yet: the worker's crash reaper must not see a
+        # pod that is not Ready yet as a crashed sandbox
         self._owner = self._owner_reference()
         if kc.network_policy:
             self._ensure_network_policy()
@@ -244,7 +246,11 @@ class KubernetesBackend:
 
     def _poolable(self, config: SandboxConfig) -> str | None:
         base = SandboxConfig(
-            image=config.image, limits=config.limits, labels=config.labels, namespace=config.namespace
+            image=config.image,
+            limits=config.limits,
+            labels=config.labels,
+            namespace=config.namespace,
+            ttl_seconds=config.ttl_seconds,  # a pooled pod keeps default_ttl_s; the Admin enforces the TTL
         )
         if config != base:
             return None  # env, work dir, egress or read-only root: a running Rocklet cannot take them
@@ -275,6 +281,15 @@ class KubernetesBackend:
         if self._pod_of(sandbox_id) is not None:
             raise FileExistsError(f"sandbox {sandbox_id} exists")
         config = self._with_defaults(config)
+        with self._lock:
+            self._starting.add(sandbox_id)
+        try:
+            return self._start(sandbox_id, config)
+        finally:
+            with self._lock:
+                self._starting.discard(sandbox_id)
+
+    def _start(self, sandbox_id: str, config: SandboxConfig) -> SandboxHandle:
         key = self._poolable(config)
         pod = self.pools.claim(key, sandbox_id) if key else None
         if pod is None:
@@ -295,9 +310,12 @@ class KubernetesBackend:
         )
         current = self.watcher.pods.get(name)
         if not ok or current is None or not is_ready(current):
-            why = "not Ready in time" if ok else "gone"
-            if current is not None and (lost := lost_reason_of(current, False)):
+            if current is None:
+                why = "the pod vanished"
+            elif lost := lost_reason_of(current, False):
                 why = lost
+            else:
+                why = f"not Ready within {self.config.start_timeout_s:g} s"
             self._delete(name)
             raise KubernetesBackendError(f"sandbox {sandbox_id}: pod {name} failed to start: {why}")
         handle = self._handle_of(sandbox_id, current)
@@ -381,7 +399,7 @@ class KubernetesBackend:
                 and p["metadata"]["name"] not in self._removing
             }  # fmt: skip
         with self._lock:
-            return sorted(ids | self._stopped | set(self._lost))
+            return sorted((ids - self._starting) | self._stopped | set(self._lost))
 
     def is_running(self, sandbox_id: str) -> bool:
         """True while the pod runs Ready and the sandbox is not lost or stopped."""

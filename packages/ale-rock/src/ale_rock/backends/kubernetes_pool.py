@@ -84,7 +84,9 @@ class PodPools:
                 name = pod["metadata"]["name"]
                 for _ in range(3):
                     labels = {LABEL_STATE: "claimed", LABEL_SANDBOX: sandbox_id}
-                    body = {"metadata": {"labels": labels, "resourceVersion": pod["metadata"]["resourceVersion"]}}
+                    body = {
+                        "metadata": {"labels": labels, "resourceVersion": pod["metadata"]["resourceVersion"]}
+                    }
                     try:
                         return self._patch(name, body)
                     except ApiException as e:
@@ -94,8 +96,10 @@ class PodPools:
                             raise
                         self.conflicts += 1
                         fresh = self._get(name)  # stale cache or a rival claimer: look again
-                        if fresh is None or not is_ready(fresh) or (
-                            (fresh["metadata"].get("labels") or {}).get(LABEL_STATE) != "warm"
+                        if (
+                            fresh is None
+                            or not is_ready(fresh)
+                            or ((fresh["metadata"].get("labels") or {}).get(LABEL_STATE) != "warm")
                         ):
                             break
                         pod = fresh

@@ -17,7 +17,7 @@ LABEL_WORKER = "ale.worker"
 LABEL_SANDBOX = "ale.sandbox_id"
 LABEL_POOL = "ale.pool"
 LABEL_STATE = "ale.state"  # "warm" (pool, unclaimed) or "claimed"
-LABEL_TTL = "ale.ttl_s"  # a sandbox's TTL in seconds, when the caller names one
+LABEL_TTL = "ale.ttl_s"  # a TTL in seconds for callers of the backend that set no ttl_seconds
 ROCKLET_MODULE = "ale_rock.backends.kubernetes_rocklet"
 CONTAINER = "sandbox"
 ALE_MOUNT = "/ale"  # the emptyDir the init container fills with the Rocklet
@@ -51,7 +51,7 @@ def pod_manifest(
         "memory": str(limits.memory_bytes),
         "ephemeral-storage": str(limits.disk_bytes),
     }
-    ttl = int(config.labels.get(LABEL_TTL, "0") or 0) or kc.default_ttl_s
+    ttl = config.ttl_seconds or int(config.labels.get(LABEL_TTL, "0") or 0) or kc.default_ttl_s
     locked = {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},

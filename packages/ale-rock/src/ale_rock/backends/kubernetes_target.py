@@ -47,7 +47,9 @@ class TcpRocklet:
 
     def channel(self, options: list[tuple[str, Any]]) -> grpc.Channel:
         """A channel that sends the token with every call."""
-        return grpc.intercept_channel(grpc.insecure_channel(self.target, options=options), _AddToken(self.token))
+        return grpc.intercept_channel(
+            grpc.insecure_channel(self.target, options=options), _AddToken(self.token)
+        )
 
 
 def parse(path: str) -> TcpRocklet | None:

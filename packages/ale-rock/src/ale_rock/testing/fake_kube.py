@@ -119,8 +119,14 @@ class _Kubelet:
         code = self.proc.wait()
         if not self.stopping:
             phase = "Succeeded" if code == 0 else "Failed"
+            try:  # the container's last words, as `kubectl describe` shows a termination message
+                with open(os.path.join(self.dir, "log"), "rb") as f:
+                    tail = f.read()[-400:].decode(errors="replace").strip()
+            except OSError:
+                tail = ""
+            message = f"exit code {code}: {tail}" if code else ""
             self.fake._set_status(
-                self.ns, self.name, phase=phase, ready=False, reason="Error" if code else ""
+                self.ns, self.name, phase=phase, ready=False, reason="Error" if code else "", message=message
             )
 
     def _probe(self, ip: str, port: int) -> bool:
@@ -284,6 +290,12 @@ class FakeKube:
         """Host pid of a pod's process (0 if none)."""
         k = self._kubelets.get((ns, name))
         return k.proc.pid if k is not None and k.proc is not None else 0
+
+    def expire(self, ns: str, name: str) -> None:
+        """The kubelet's ``activeDeadlineSeconds`` check fires now (as if the deadline had passed)."""
+        k = self._kubelets.get((ns, name))
+        if k is not None:
+            k._deadline()
 
     def kubelet_evict(
         self, ns: str, name: str, message: str = "The node was low on resource: memory."

@@ -115,6 +115,7 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             workdir=workdir,
             read_only_root=spec.read_only_root,
             labels=dict(spec.labels),
+            ttl_seconds=max(spec.ttl_seconds, 0),
         )
 
     def rules_of(self, policy: Any, context: grpc.ServicerContext, field: str) -> list[Rule]:
