@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ale_proto.serving import free_port
+from ale_rock.testing.openai import RefusingOpenAI
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed")
@@ -22,34 +21,10 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 TASK = "binary-search-bounds"
 
 
-class Unauthorized(BaseHTTPRequestHandler):
-    """Every key is wrong: 401 with OpenAI's error body."""
-
-    protocol_version = "HTTP/1.1"
-    calls = 0
-
-    def log_message(self, *a: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        Unauthorized.calls += 1
-        data = json.dumps({"error": {"message": "Incorrect API key provided: wrong-key", "type": "invalid_request_error",
-                                     "param": None, "code": "invalid_api_key"}}).encode()  # fmt: skip
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
 @pytest.fixture()
-def unauthorized() -> Iterator[str]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Unauthorized)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
-    srv.server_close()
+def unauthorized() -> Iterator[RefusingOpenAI]:
+    with RefusingOpenAI() as fake:
+        yield fake
 
 
 def _eval(tmp_path: Path, *upstream: str) -> tuple[Any, dict[str, Any]]:
@@ -74,9 +49,9 @@ def _assert_all_errored(r: Any, res: dict[str, Any], kind: str) -> None:
     assert task["runs"][0]["tests"] == []  # a broken model is not scored by the hidden tests
 
 
-def test_an_unauthorized_endpoint_is_an_error_and_exits_3(unauthorized: str, tmp_path: Path) -> None:
-    r, res = _eval(tmp_path, "--base-url", unauthorized, "--model", "m", "--api-key", "wrong-key")
-    assert Unauthorized.calls >= 1  # the model was really asked, and refused
+def test_an_unauthorized_endpoint_is_an_error_and_exits_3(unauthorized: RefusingOpenAI, tmp_path: Path) -> None:
+    r, res = _eval(tmp_path, "--base-url", unauthorized.url, "--model", "m", "--api-key", "wrong-key")
+    assert unauthorized.calls >= 1  # the model was really asked, and refused
     _assert_all_errored(r, res, "model_unauthorized")
 
 

@@ -10,7 +10,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from ale_rock.episode import (
     run_episode,
 )
 from ale_rock.sdk.model_proxy import ModelProxyClient
+from ale_rock.testing.openai import RefusingOpenAI
 
 TASK = "csv-sales-rollup"
 PHASES = ["setup", "open", "agent", "close", "records", "verify", "delete"]
@@ -125,32 +125,10 @@ def test_an_unreachable_model_is_an_error_not_a_zero(proxy: Any) -> None:
     assert provider.live == []
 
 
-class Refusing(BaseHTTPRequestHandler):
-    """An OpenAI-compatible server that refuses every key (401, OpenAI's error body)."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *a: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        data = json.dumps({"error": {"message": "Incorrect API key provided: sk-wrong", "type": "invalid_request_error",
-                                     "param": None, "code": "invalid_api_key"}}).encode()  # fmt: skip
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
 @pytest.fixture(scope="module")
 def refusing() -> Iterator[str]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
-    srv.server_close()
+    with RefusingOpenAI() as fake:
+        yield fake.url
 
 
 def test_an_unauthorized_model_is_an_error(proxy: Any, refusing: str) -> None:
