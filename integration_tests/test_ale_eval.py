@@ -6,7 +6,6 @@ results and the trajectories must still be complete, and nothing may be left run
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,27 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from ._procs import processes_mentioning
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (apt bubblewrap) is not installed"),
 ]
 
 TASKS = {"nim-winning-move": "games", "time-parse-12h": "debugging", "passwd-audit": "sysadmin"}
-
-
-def processes_mentioning(paths: list[str]) -> list[str]:
-    """Live processes whose command line names one of ``paths`` (the run's service dir, the worker's
-    state dir: every admin, worker and bubblewrap sandbox of the run names one)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
-        except (OSError, IndexError):
-            continue
-        if state != "Z" and any(p in cmd for p in paths):
-            found.append(f"{pid}: {cmd[:300]}")
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -12,21 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ._procs import processes_mentioning
+
 ALE = [sys.executable, "-m", "ale.cli"]
-
-
-def processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes that mention ``text`` (our run dir), excluding this test."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
-        except (OSError, IndexError):
-            continue
-        if text in cmd and state != "Z" and int(pid) != os.getpid():
-            found.append(f"{pid}: {cmd}")
-    return found
 
 
 def mounts_mentioning(text: str) -> list[str]:
