@@ -264,6 +264,11 @@ def test_warm_pool_claims_are_checked_against_the_resource_version(fake: FakeKub
         before = {p["metadata"]["name"] for p in b.pools.members(key)}
         h3 = b.start("sb-p3", SandboxConfig(image=cl.image, limits=limits, env={"X": "1"}))
         assert h3.extra["pod"] not in before
+        # A warm pod evicted by the kubelet before any claim is deleted and replaced.
+        victim = sorted(before)[0]
+        fake.kubelet_evict("pool", victim)
+        assert b.watcher.wait_for(lambda: victim not in b.watcher.pods, 15)
+        assert ready(2) and victim not in {p["metadata"]["name"] for p in b.pools.members(key)}
     finally:
         fake.before_patch = None
         b.reap_orphans(set())

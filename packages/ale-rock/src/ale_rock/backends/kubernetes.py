@@ -128,7 +128,13 @@ class KubernetesBackend:
         self.watcher.start()
         specs = [(pool_key(p.image, p.cpu_millis, p.memory_bytes), p) for p in kc.pools]
         self.pools = PodPools(
-            specs, kc.refill_batch, self._pod_list, self._create_pool_pod, self._patch, self._get
+            specs,
+            kc.refill_batch,
+            self._pod_list,
+            self._create_pool_pod,
+            self._patch,
+            self._get,
+            self._delete,
         )
         self.pools.start()
 
@@ -221,6 +227,8 @@ class KubernetesBackend:
     def _on_event(self, kind: str, pod: Pod) -> None:
         meta = pod["metadata"]
         sid = (meta.get("labels") or {}).get(LABEL_SANDBOX)
+        if (meta.get("labels") or {}).get(LABEL_STATE) == "warm" and hasattr(self, "pools"):
+            self.pools.wake()  # a pool pod came, went or died: the refill loop looks
         with self._lock:
             ours = meta["name"] in self._removing
             if kind == "DELETED":

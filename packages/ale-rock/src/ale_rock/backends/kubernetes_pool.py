@@ -40,6 +40,7 @@ class PodPools:
         create: Callable[[PoolSpec, str], None],
         patch: Callable[[str, dict[str, Any]], Pod],
         get: Callable[[str], Pod | None],
+        delete: Callable[[str], None],
     ) -> None:
         self.specs = dict(specs)
         self.batch = batch
@@ -47,6 +48,7 @@ class PodPools:
         self._create = create
         self._patch = patch
         self._get = get
+        self._delete = delete
         self.conflicts = 0
         """Claims the API server refused with 409 Conflict (each retried or moved on)."""
         self._wake = threading.Event()
@@ -71,7 +73,21 @@ class PodPools:
             if (p["metadata"].get("labels") or {}).get(LABEL_POOL) == key
             and (p["metadata"].get("labels") or {}).get(LABEL_STATE) == "warm"
             and not p["metadata"].get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") not in ("Failed", "Succeeded")
         ]  # fmt: skip
+
+    def dead(self) -> list[str]:
+        """Names of unclaimed pool pods that died before a claim (evicted, failed): to delete."""
+        return [
+            p["metadata"]["name"] for p in self._pods()
+            if (p["metadata"].get("labels") or {}).get(LABEL_STATE) == "warm"
+            and not p["metadata"].get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") in ("Failed", "Succeeded")
+        ]  # fmt: skip
+
+    def wake(self) -> None:
+        """Check the pools now (a pool pod changed)."""
+        self._wake.set()
 
     def claim(self, key: str, sandbox_id: str) -> Pod | None:
         """Take a ready warm pod of pool ``key`` for ``sandbox_id``; None when none could be had."""
@@ -113,6 +129,11 @@ class PodPools:
             self._wake.clear()
             if self._stop.is_set():
                 return
+            for name in self.dead():
+                try:
+                    self._delete(name)
+                except Exception:  # noqa: BLE001 - retried at the next wake-up
+                    log.exception("deleting dead pool pod %s failed", name)
             for key, spec in self.specs.items():
                 missing = min(spec.size - len(self.members(key)), self.batch)
                 for _ in range(max(missing, 0)):
