@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
@@ -54,3 +55,12 @@ def slot_of(cluster: LocalCluster, sandbox_id: str, worker_id: str = "w1") -> Pa
         except (OSError, ValueError):
             continue
     raise AssertionError(f"no slot for {sandbox_id}")
+
+
+def unauthenticated(call: Any) -> None:
+    """Assert that ``call()`` (a unary call, or a stream: its first message) is refused UNAUTHENTICATED."""
+    with pytest.raises(grpc.RpcError) as e:
+        out = call()
+        if hasattr(out, "__next__"):
+            next(out)
+    assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, e.value

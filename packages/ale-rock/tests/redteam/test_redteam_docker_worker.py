@@ -19,7 +19,6 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -168,26 +167,18 @@ def test_worker_unreachable_from_inside_a_docker_sandbox_with_the_widest_rule(cl
                        for e in events), (host, events)
 
 
-def _unauthenticated(call: Any) -> None:
-    with pytest.raises(grpc.RpcError) as e:
-        out = call()
-        if hasattr(out, "__next__"):
-            next(out)
-    assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, e.value
-
-
 def _attack(ch: grpc.Channel, md: list[tuple[str, str]], victim_id: str) -> None:
     """Exec, stream, read a file in the victim (only ale-sandbox-id), list and remove, with ``md``."""
     ws, rs = worker_pb2_grpc.WorkerServiceStub(ch), rocklet_pb2_grpc.RockletServiceStub(ch)
     spec = sandbox_pb2.ExecSpec(command="cat /workspace/secret.txt")
     sid = [("ale-sandbox-id", victim_id), *md]
     read = rocklet_pb2.RockletServiceReadFileRequest(path="/workspace/secret.txt")
-    _unauthenticated(lambda: rs.Exec(rocklet_pb2.RockletServiceExecRequest(spec=spec), metadata=sid, timeout=10))
-    _unauthenticated(lambda: rs.ExecStream(rocklet_pb2.RockletServiceExecStreamRequest(spec=spec), metadata=sid,
+    fx.unauthenticated(lambda: rs.Exec(rocklet_pb2.RockletServiceExecRequest(spec=spec), metadata=sid, timeout=10))
+    fx.unauthenticated(lambda: rs.ExecStream(rocklet_pb2.RockletServiceExecStreamRequest(spec=spec), metadata=sid,
                                            timeout=10))
-    _unauthenticated(lambda: rs.ReadFile(read, metadata=sid, timeout=10))
-    _unauthenticated(lambda: ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest(), metadata=md, timeout=10))
-    _unauthenticated(lambda: ws.RemoveSandbox(worker_pb2.RemoveSandboxRequest(sandbox_id=victim_id), metadata=md,
+    fx.unauthenticated(lambda: rs.ReadFile(read, metadata=sid, timeout=10))
+    fx.unauthenticated(lambda: ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest(), metadata=md, timeout=10))
+    fx.unauthenticated(lambda: ws.RemoveSandbox(worker_pb2.RemoveSandboxRequest(sandbox_id=victim_id), metadata=md,
                                               timeout=10))
 
 

@@ -40,25 +40,17 @@ def victim(cluster: LocalCluster) -> Iterator[Sandbox]:
         yield sb
 
 
-def _unauthenticated(call: Any) -> None:
-    with pytest.raises(grpc.RpcError) as e:
-        out = call()
-        if hasattr(out, "__next__"):
-            next(out)
-    assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, e.value
-
-
 def _attack(ws: Any, rs: Any, md: list[tuple[str, str]], victim_id: str) -> None:
     """List, exec in the victim (only ale-sandbox-id), create and remove, with credential ``md``."""
     spec = sandbox_pb2.ExecSpec(command="cat /workspace/secret.txt")
     sid = [("ale-sandbox-id", victim_id), *md]
     start = worker_pb2.StartSandboxRequest(sandbox_id="evil-1", spec=sandbox_pb2.SandboxSpec())
-    _unauthenticated(lambda: ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest(), metadata=md, timeout=10))
-    _unauthenticated(lambda: rs.Exec(rocklet_pb2.RockletServiceExecRequest(spec=spec), metadata=sid, timeout=10))
-    _unauthenticated(lambda: rs.ExecStream(rocklet_pb2.RockletServiceExecStreamRequest(spec=spec), metadata=sid,
+    fx.unauthenticated(lambda: ws.ListWorkerSandboxes(worker_pb2.ListWorkerSandboxesRequest(), metadata=md, timeout=10))
+    fx.unauthenticated(lambda: rs.Exec(rocklet_pb2.RockletServiceExecRequest(spec=spec), metadata=sid, timeout=10))
+    fx.unauthenticated(lambda: rs.ExecStream(rocklet_pb2.RockletServiceExecStreamRequest(spec=spec), metadata=sid,
                                            timeout=10))
-    _unauthenticated(lambda: ws.StartSandbox(start, metadata=md, timeout=10))
-    _unauthenticated(lambda: ws.RemoveSandbox(worker_pb2.RemoveSandboxRequest(sandbox_id=victim_id), metadata=md,
+    fx.unauthenticated(lambda: ws.StartSandbox(start, metadata=md, timeout=10))
+    fx.unauthenticated(lambda: ws.RemoveSandbox(worker_pb2.RemoveSandboxRequest(sandbox_id=victim_id), metadata=md,
                                               timeout=10))
 
 
