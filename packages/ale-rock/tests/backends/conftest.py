@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from ale_rock.backends.base import Limits, SandboxConfig
 from ale_rock.backends.limits import CGROUP_ROOT
-from ale_rock.backends.local import LocalBackend, LocalBackendConfig
+from ale_rock.backends.local import LocalBackend
 from ale_rock.backends.local_uids import pids_of_uid
 from ale_rock.egress.gateway import EgressGateway
 
 from ._box import Box
+from ._local import local_backend, running_gateway
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None or os.geteuid() != 0,
@@ -55,24 +56,15 @@ def leaks(backend: LocalBackend) -> list[str]:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EgressGateway]:
-    g = EgressGateway()
-    g.start(tmp_path_factory.mktemp("egress") / "egress.sock")
-    yield g
-    g.stop()
+    yield from running_gateway(tmp_path_factory.mktemp("egress"))
 
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory, gateway: EgressGateway) -> Iterator[LocalBackend]:
-    if shutil.which("bwrap") is None or os.geteuid() != 0:
-        pytest.skip("needs bubblewrap and root")
-    state = tmp_path_factory.mktemp("local-backend")
-    b = LocalBackend(
-        LocalBackendConfig(
-            state_dir=state, egress_socket=str(gateway.socket_path), pool_size=1, kill_grace_s=0.5
-        )
-    )
+    made = local_backend(tmp_path_factory.mktemp("local-backend"), gateway)
+    b = next(made)
     yield b
-    b.close()
+    next(made, None)  # closes the backend
     assert leaks(b) == []
 
 

@@ -4,15 +4,15 @@ the bound-in Unix socket, allowed hosts only."""
 from __future__ import annotations
 
 import http.server
-import importlib.util
 import shutil
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 from ale_rock.backends.base import SandboxConfig
+
+from ..redteam import _egress_fixtures as egress_fixtures
 
 pytestmark = pytest.mark.docker
 
@@ -26,15 +26,6 @@ VIA_PROXY = (
     "while chunk := s.recv(65536): data += chunk\n"
     "print(data.decode(errors='replace'))\n"
 )
-
-
-def _load_egress_fixtures() -> Any:
-    path = Path(__file__).parents[1] / "redteam" / "_egress_fixtures.py"
-    spec = importlib.util.spec_from_file_location("ale_rock_tests_docker_egress_fixtures", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):
@@ -60,7 +51,7 @@ def test_allowed_host_through_the_gateway_and_denied_otherwise(base_image, rockl
     gateway.start(root / "egress" / "egress.sock")
     # The allowed destination is "another machine" (a network namespace): the host's own loopback
     # is never a destination, whatever the policy says.
-    fixtures = _load_egress_fixtures()
+    fixtures = egress_fixtures
     if fixtures.problem():
         pytest.skip(fixtures.problem())
     remote = fixtures.remote_http_server()

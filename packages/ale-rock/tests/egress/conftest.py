@@ -2,62 +2,38 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import shutil
 import threading
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 from ale_rock.backends.base import SandboxConfig
-from ale_rock.backends.local import LocalBackend, LocalBackendConfig
+from ale_rock.backends.local import LocalBackend
 from ale_rock.egress.gateway import EgressGateway
 from ale_rock.egress.policy import Rule
+
+from ..backends._local import local_backend, running_gateway
+from ..redteam import _egress_fixtures as egress_fixtures
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EgressGateway]:
-    g = EgressGateway(model_proxy_address="")
-    g.start(tmp_path_factory.mktemp("egress") / "egress.sock")
-    yield g
-    g.stop()
+    yield from running_gateway(tmp_path_factory.mktemp("egress"))
 
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory, gateway: EgressGateway) -> Iterator[LocalBackend]:
-    if shutil.which("bwrap") is None or os.geteuid() != 0:
-        pytest.skip("needs bubblewrap and root")
-    b = LocalBackend(
-        LocalBackendConfig(
-            state_dir=tmp_path_factory.mktemp("egress-backend"),
-            egress_socket=str(gateway.socket_path),
-            pool_size=1,
-        )
-    )
-    yield b
-    b.close()
-
-
-def load_fixtures() -> Any:
-    """tests/redteam/_egress_fixtures.py (a network namespace standing for another machine)."""
-    path = Path(__file__).parents[1] / "redteam" / "_egress_fixtures.py"
-    spec = importlib.util.spec_from_file_location("ale_rock_tests_egress_fixtures", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    yield from local_backend(tmp_path_factory.mktemp("egress-backend"), gateway)
 
 
 @pytest.fixture(scope="module")
 def remote_server() -> Iterator[tuple[str, int]]:
     """(ip, port) of an HTTP server on "another machine" answering "hello from afar"."""
-    fixtures = load_fixtures()
+    fixtures = egress_fixtures
     if fixtures.problem():
         pytest.skip(fixtures.problem())
     with fixtures.remote_http_server() as address:

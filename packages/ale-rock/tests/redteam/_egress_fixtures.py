@@ -2,8 +2,7 @@
 namespace, behind a veth pair. Its address is not one of the host's (those are refused, as are
 loopback and link-local), so it stands for "some other machine". Needs root and iproute2.
 
-Conftests elsewhere load it by path (tests run with --import-mode=importlib): ``load_fixtures()``
-in tests/egress/conftest.py.
+Other test directories import it relatively (``from ..redteam import _egress_fixtures``).
 """
 
 from __future__ import annotations
