@@ -65,6 +65,9 @@ def fake() -> Iterator[FakeKube]:
     f = FakeKube()
     yield f
     f.close()
+    left = [f"pid {pid}" for pid, _ in f.started if Path(f"/proc/{pid}").exists()]
+    left += [d for _, d in f.started if Path(d).exists()]
+    assert f.started and left == []  # every pod's process and temp dir went with its pod
 
 
 @pytest.fixture(scope="module", params=["fake", pytest.param("real", marks=pytest.mark.k8s)])

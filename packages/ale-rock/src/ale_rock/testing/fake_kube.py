@@ -109,6 +109,7 @@ class _Kubelet:
                     [sys.executable, *cmd[1:]], env=env, cwd=self.dir, start_new_session=True,
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                 )  # fmt: skip
+            self.fake.started.append((self.proc.pid, self.dir))
         self.fake._set_status(self.ns, self.name, phase="Running", ready=False)
         port = next((p["containerPort"] for p in container.get("ports") or []), 0)
         if self.proc is None or not port:
@@ -183,6 +184,8 @@ class FakeKube:
         self._watches_paused = False
         self.before_patch: Any = None
         """Test hook: ``before_patch(namespace, name)`` runs before a patch is applied."""
+        self.started: list[tuple[int, str]] = []
+        """(pid, temp dir) of every pod process started, so tests can check nothing is left."""
         self.requests: list[tuple[str, str]] = []
         """(method, path) of every request, for tests that count calls."""
         fake = self
