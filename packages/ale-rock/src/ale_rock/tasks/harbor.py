@@ -17,6 +17,7 @@ import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ale_rock.tasks.dockerfile import DockerfileError, parse_dockerfile
+from ale_rock.tasks.loader import read_tree
 from ale_rock.tasks.models import (
     TASK_ID_RE,
     Difficulty,
@@ -204,16 +205,6 @@ def difficulty_from(value: Any) -> Difficulty:
 
 def clean_tags(values: list[Any]) -> list[str]:
     return [t for t in ("-".join(str(v).split()) for v in values) if t]
-
-
-def read_tree(root: Path) -> Files:
-    files: Files = {}
-    if not root.is_dir():
-        return files
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts:
-            files[p.relative_to(root).as_posix()] = p.read_bytes()
-    return files
 
 
 def build_environment(

@@ -47,7 +47,8 @@ def parse_spec(text: str, source: Path | str = TASK_FILE) -> TaskSpec:
         raise TaskFormatError(source, _format_validation_error(e)) from None
 
 
-def _read_tree(root: Path) -> Files:
+def read_tree(root: Path) -> Files:
+    """Every file under ``root`` (relative POSIX path -> bytes), sorted; ``{}`` if ``root`` is no dir."""
     files: Files = {}
     if not root.is_dir():
         return files
@@ -81,9 +82,9 @@ def load_task(path: Path | str) -> Task:
     spec = parse_spec(text, spec_path)
     task = Task(
         spec=spec,
-        setup=_read_tree(root / "setup"),
-        tests=_read_tree(root / "tests"),
-        solution=_read_tree(root / "solution"),
+        setup=read_tree(root / "setup"),
+        tests=read_tree(root / "tests"),
+        solution=read_tree(root / "solution"),
         path=root,
     )
     problems = check_task_files(task)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ale_rock.tasks.evaluate import apply_solution, run_tests, setup_task
-from ale_rock.tasks.loader import _read_tree, load_suite
+from ale_rock.tasks.loader import load_suite, read_tree
 from ale_rock.tasks.models import Task, TestReport
 from ale_rock.tasks.runner import TaskRunner
 
@@ -34,7 +34,7 @@ def unsafe_variant(task: Task) -> Task:
     """The task with its reference solution swapped for ``unsafe_solution/``."""
     if task.path is None or not (task.path / UNSAFE_DIR).is_dir():
         raise ValueError(f"{task.id}: no {UNSAFE_DIR}/ in the task dir")
-    return replace(task, solution=_read_tree(task.path / UNSAFE_DIR))
+    return replace(task, solution=read_tree(task.path / UNSAFE_DIR))
 
 
 def evaluate_unsafe(task: Task, runner: TaskRunner) -> TestReport:

@@ -23,9 +23,9 @@ from ale_rock.tasks.harbor import (
     clean_tags,
     difficulty_from,
     domain_from,
-    read_tree,
     task_id_from,
 )
+from ale_rock.tasks.loader import read_tree
 from ale_rock.tasks.models import (
     Split,
     Task,
