@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +10,8 @@ import pytest
 from ale_flow import Agent, LocalWorkspace, Settings
 from ale_flow.events import Event, Stopped
 from ale_flow.models.scripted import ScriptedModel
+
+from ._json_server import JsonServer
 
 
 @pytest.fixture(autouse=True)
@@ -47,36 +46,17 @@ def run_agent(ws: LocalWorkspace) -> RunFn:
     return _run
 
 
-class CannedServer:
+class CannedServer(JsonServer):
     """Serves queued (status, body) pairs on /v1/chat/completions and records requests."""
 
     def __init__(self) -> None:
         self.queue: list[tuple[int, Any]] = []
         self.requests: list[dict[str, Any]] = []
-        outer = self
+        super().__init__(self._answer)
 
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                n = int(self.headers["content-length"])
-                outer.requests.append({"path": self.path, "auth": self.headers.get("authorization"), "body": json.loads(self.rfile.read(n))})
-                status, body = outer.queue.pop(0) if outer.queue else (200, CannedServer.completion("done"))
-                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a: Any) -> None:
-                pass
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.srv.server_port}/v1"
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.srv.shutdown()
-        self.srv.server_close()
+    def _answer(self, path: str, headers: Any, body: dict[str, Any]) -> tuple[int, Any]:
+        self.requests.append({"path": path, "auth": headers.get("authorization"), "body": body})
+        return self.queue.pop(0) if self.queue else (200, CannedServer.completion("done"))
 
     @staticmethod
     def completion(content: str | None = "", tool_calls: list[dict[str, Any]] | None = None, finish: str = "stop", usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:

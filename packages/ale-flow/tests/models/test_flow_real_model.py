@@ -9,8 +9,6 @@ torch is used here only, never by ale_flow itself.
 
 from __future__ import annotations
 
-import http.server
-import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +18,8 @@ from ale_flow import Agent, AgentStopReason, Settings
 from ale_flow.events import MalformedToolCall
 from ale_flow.models.openai import OpenAIConfig, OpenAIModel
 from ale_flow.trajectory import load_trajectory
+
+from .._json_server import JsonServer
 
 torch = pytest.importorskip("torch", reason="torch is needed to serve a real tiny model")
 transformers = pytest.importorskip("transformers", reason="transformers is needed to build a tiny model")
@@ -66,47 +66,30 @@ def build_model(train: bool) -> Any:
     return model
 
 
-class TinyModelServer:
+class TinyModelServer(JsonServer):
     """POST /v1/chat/completions → greedy generation with per-token logprobs."""
 
     def __init__(self, model: Any) -> None:
         lock = threading.Lock()
 
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                req = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                ids = prompt_ids(req["messages"])
-                with lock, torch.no_grad():
-                    out = model.generate(
-                        torch.tensor([ids]), max_new_tokens=int(req.get("max_tokens") or 128), do_sample=False,
-                        eos_token_id=EOS, pad_token_id=EOS, output_scores=True, return_dict_in_generate=True,
-                    )
-                new = out.sequences[0, len(ids):].tolist()
-                logprobs = [float(torch.log_softmax(s[0], -1)[t]) for s, t in zip(out.scores, new)]
-                finish = "stop" if new and new[-1] == EOS else "length"
-                text = bytes(t for t in new if t < 256).decode("utf-8", errors="replace")
-                body = {
-                    "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text},
-                                 "logprobs": {"content": [{"token": str(t), "logprob": lp} for t, lp in zip(new, logprobs)]}}],
-                    "usage": {"prompt_tokens": len(ids), "completion_tokens": len(new)},
-                }
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def answer(path: str, headers: Any, req: dict[str, Any]) -> tuple[int, Any]:
+            ids = prompt_ids(req["messages"])
+            with lock, torch.no_grad():
+                out = model.generate(
+                    torch.tensor([ids]), max_new_tokens=int(req.get("max_tokens") or 128), do_sample=False,
+                    eos_token_id=EOS, pad_token_id=EOS, output_scores=True, return_dict_in_generate=True,
+                )
+            new = out.sequences[0, len(ids):].tolist()
+            logprobs = [float(torch.log_softmax(s[0], -1)[t]) for s, t in zip(out.scores, new)]
+            finish = "stop" if new and new[-1] == EOS else "length"
+            text = bytes(t for t in new if t < 256).decode("utf-8", errors="replace")
+            return 200, {
+                "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text},
+                             "logprobs": {"content": [{"token": str(t), "logprob": lp} for t, lp in zip(new, logprobs)]}}],
+                "usage": {"prompt_tokens": len(ids), "completion_tokens": len(new)},
+            }
 
-            def log_message(self, *a: Any) -> None:
-                pass
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.srv.server_port}/v1"
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.srv.shutdown()
-        self.srv.server_close()
+        super().__init__(answer)
 
 
 pytestmark = pytest.mark.slow
