@@ -60,20 +60,11 @@ metrics: {{tensorboard: false, plot: false, progress: false}}
 
 def write_demos(path: Path, seeds: range) -> None:
     """DigitLock's expert (per-digit binary search) on each seed, as {"seed", "actions"} lines."""
-    from ale_rock.envs.games.digit_lock import DigitLock, expert_guess
+    from ale_rock.envs.games.digit_lock import expert_actions
 
     with path.open("w") as f:
         for seed in seeds:
-            env, history, actions = DigitLock(), [], []
-            env.reset(seed=seed)
-            while True:
-                guess = expert_guess(history)
-                actions.append(" ".join(map(str, guess)))
-                obs, _, terminated, truncated, _ = env.step(actions[-1])
-                if terminated or truncated:
-                    break
-                history.append((guess, obs.split()))
-            f.write(json.dumps({"seed": seed, "actions": actions}) + "\n")
+            f.write(json.dumps({"seed": seed, "actions": expert_actions(seed)}) + "\n")
 
 
 def child(config: Path, out: Path, resampling: bool) -> dict:

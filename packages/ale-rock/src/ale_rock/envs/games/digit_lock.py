@@ -117,3 +117,18 @@ def expert_guess(history: list[tuple[list[int], list[str]]], digits: int = 3, ba
             elif f == "lower":
                 hi[i] = min(hi[i], g - 1)
     return [(a + b) // 2 for a, b in zip(lo, hi, strict=True)]
+
+
+def expert_actions(seed: int) -> list[str]:
+    """The actions :func:`expert_guess` plays on a default DigitLock reset with ``seed``, to the end
+    (demonstrations for SFT and initialized resampling)."""
+    env, actions = DigitLock(), []
+    history: list[tuple[list[int], list[str]]] = []
+    env.reset(seed=seed)
+    while True:
+        guess = expert_guess(history)
+        actions.append(" ".join(map(str, guess)))
+        obs, _, terminated, truncated, _ = env.step(actions[-1])
+        if terminated or truncated:
+            return actions
+        history.append((guess, obs.split()))
