@@ -12,6 +12,19 @@ MOVES = {"left": (0, -1), "right": (0, 1), "up": (-1, 0), "down": (1, 0)}
 _WORDS = {w: w for w in MOVES} | {"l": "left", "r": "right", "u": "up", "d": "down"}
 
 
+def grid_move(action: str) -> tuple[int, int] | None:
+    """The (row, column) step of the last direction word of ``action`` (left/right/up/down or
+    l/r/u/d), or None if it names none. Shared by the grid games."""
+    move = last_word(action, _WORDS)
+    return None if move is None else MOVES[move]
+
+
+def invalid_move(board: str, truncated: bool, info: dict[str, Any]) -> StepResult:
+    """A grid game's answer to an action that names no direction: no reward, the board again."""
+    info["invalid_action"] = True
+    return "Invalid move; answer left, right, up or down.\n" + board, 0.0, False, truncated, info
+
+
 def _reachable(grid: list[list[str]], size: int) -> bool:
     seen = {(0, 0)}
     todo = deque([(0, 0)])
@@ -74,17 +87,10 @@ class FrozenLake(Env):
         self.turn += 1
         info: dict[str, Any] = {"turn": self.turn}
         truncated = self.turn >= self.max_turns
-        move = last_word(action, _WORDS)
-        if move is None:
-            info["invalid_action"] = True
-            return (
-                "Invalid move; answer left, right, up or down.\n" + self.render(),
-                0.0,
-                False,
-                truncated,
-                info,
-            )
-        dr, dc = MOVES[move]
+        step = grid_move(action)
+        if step is None:
+            return invalid_move(self.render(), truncated, info)
+        dr, dc = step
         r = min(max(self.pos[0] + dr, 0), self.size - 1)
         c = min(max(self.pos[1] + dc, 0), self.size - 1)
         self.pos = (r, c)

@@ -9,10 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ale_rock.envs.core import Env, StepResult
-from ale_rock.envs.games.frozen_lake import MOVES
-from ale_rock.envs.games.parsing import last_word
+from ale_rock.envs.games.frozen_lake import MOVES, grid_move, invalid_move
 
-_WORDS = {w: w for w in MOVES} | {"l": "left", "r": "right", "u": "up", "d": "down"}
 Pos = tuple[int, int]
 
 
@@ -94,17 +92,10 @@ class Sokoban(Env):
         self.turn += 1
         truncated = self.turn >= self.max_turns
         info: dict[str, Any] = {"turn": self.turn}
-        move = last_word(action, _WORDS)
-        if move is None:
-            info["invalid_action"] = True
-            return (
-                "Invalid move; answer left, right, up or down.\n" + self.render(),
-                0.0,
-                False,
-                truncated,
-                info,
-            )
-        dr, dc = MOVES[move]
+        step = grid_move(action)
+        if step is None:
+            return invalid_move(self.render(), truncated, info)
+        dr, dc = step
         nxt = (self.player[0] + dr, self.player[1] + dc)
         if self._floor(nxt):
             if nxt in self.boxes:
