@@ -1,7 +1,7 @@
 # The Admin (SandboxService + WorkerRegistryService) on port 7700, non-root (the services layer's
 # user `ale`, uid 10001); its SQLite state in /var/lib/ale: mount a volume there. Keys and the
-# join token by flags or a mounted --config file (docs/deploy.md). Few instructions: with the
-# classic builder each one is a container and a commit.
+# join token by flags or a mounted --config file (docs/deploy.md). Role Dockerfiles hold metadata
+# only: build.sh applies them with one `docker commit --change` each.
 ARG FROM_IMAGE=ale-services:latest
 FROM ${FROM_IMAGE}
 ENTRYPOINT ["ale-rock", "admin"]
