@@ -4,5 +4,8 @@
 # only: build.sh applies them with one `docker commit --change` each.
 ARG FROM_IMAGE=ale-services:latest
 FROM ${FROM_IMAGE}
+ENV PATH=/opt/ale/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin PYTHONUNBUFFERED=1
+WORKDIR /var/lib/ale
+USER 10001:10001
 ENTRYPOINT ["ale-rock", "admin"]
 CMD ["--host", "0.0.0.0", "--port", "7700", "--db", "/var/lib/ale/admin.db"]

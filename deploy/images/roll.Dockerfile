@@ -4,9 +4,7 @@
 # For GPU images, put a CUDA torch wheel in that directory instead (docs/deploy.md).
 ARG SERVICES=ale-services:latest
 FROM ${SERVICES}
-USER 0:0
 COPY . /tmp/ale-build/
 RUN PYTHONPATH=/tmp/ale-build/pip /opt/ale/bin/python -m pip install -q --no-index --no-cache-dir \
       --disable-pip-version-check --find-links /tmp/ale-build/wheels ale-roll \
  && rm -rf /tmp/ale-build
-USER 10001:10001

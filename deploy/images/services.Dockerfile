@@ -8,7 +8,6 @@
 ARG BASE=ale-rock-base:bookworm-py311-v1
 FROM ${BASE}
 USER 0:0
-# One COPY and one RUN: with the classic builder every instruction is a container and a commit.
 COPY . /tmp/ale-build/
 # pip runs from the copied package (the base image has python3 but no pip; ensurepip is not in
 # Debian's python3), so the venv itself carries no pip. `ale` (uid 10001) is the services' user.
@@ -22,7 +21,6 @@ RUN dpkg -i /tmp/ale-build/debs/*.deb >/dev/null \
  && echo 'ale:x:10001:' >>/etc/group \
  && echo 'ale:*:19000:0:99999:7:::' >>/etc/shadow \
  && mkdir -p /var/lib/ale && chown 10001:10001 /var/lib/ale
-ENV PATH=/opt/ale/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    PYTHONUNBUFFERED=1
-WORKDIR /var/lib/ale
-USER 10001:10001
+# No ENV/WORKDIR/USER here: with the classic builder each instruction costs a container and a
+# commit on the engine (the install itself is ~10 s); the role Dockerfiles carry the runtime
+# settings, and build.sh applies those in one commit. So this layer's user stays root.
