@@ -197,3 +197,18 @@ def test_an_image_is_refused_at_create_when_no_worker_could_start_it() -> None:
     assert pick_worker(local_only, {}, Demand(1, 1)).id in ("l1", "l2")  # no image: fine
     mixed = [*local_only, _worker("d", backends=["docker"])]
     assert pick_worker(mixed, {}, Demand(1, 1, image=True)).id == "d"  # placed where it can start
+
+
+def test_every_worker_backend_has_a_contract_value_and_round_trips():
+    # A backend missing from the contract registered as LOCAL (the kubernetes worker did) and the
+    # admin then placed local-backend sandboxes on it.
+    import typing
+
+    from ale_rock.admin.convert import backend_from_name, backend_name
+    from ale_rock.worker.config import WorkerConfig
+
+    choices = typing.get_args(WorkerConfig.model_fields["backend"].annotation)
+    assert "kubernetes" in choices
+    values = {backend_from_name(b) for b in choices}
+    assert sandbox_pb2.SANDBOX_BACKEND_UNSPECIFIED not in values and len(values) == len(choices)
+    assert [backend_name(backend_from_name(b)) for b in choices] == list(choices)

@@ -26,6 +26,7 @@ class SandboxBackend(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SANDBOX_BACKEND_UNSPECIFIED: _ClassVar[SandboxBackend]
     SANDBOX_BACKEND_LOCAL: _ClassVar[SandboxBackend]
     SANDBOX_BACKEND_DOCKER: _ClassVar[SandboxBackend]
+    SANDBOX_BACKEND_KUBERNETES: _ClassVar[SandboxBackend]
 
 class CommitFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -53,6 +54,7 @@ SANDBOX_STATE_LOST: SandboxState
 SANDBOX_BACKEND_UNSPECIFIED: SandboxBackend
 SANDBOX_BACKEND_LOCAL: SandboxBackend
 SANDBOX_BACKEND_DOCKER: SandboxBackend
+SANDBOX_BACKEND_KUBERNETES: SandboxBackend
 COMMIT_FORMAT_UNSPECIFIED: CommitFormat
 COMMIT_FORMAT_IMAGE: CommitFormat
 COMMIT_FORMAT_ARCHIVE: CommitFormat

@@ -26,15 +26,20 @@ def state_from_pb(value: int) -> State | None:
     return _PB_TO_STATE.get(value)
 
 
+_BACKEND_VALUES: dict[str, int] = {
+    "local": sandbox_pb2.SANDBOX_BACKEND_LOCAL,
+    "docker": sandbox_pb2.SANDBOX_BACKEND_DOCKER,
+    "kubernetes": sandbox_pb2.SANDBOX_BACKEND_KUBERNETES,
+}
+_BACKEND_NAMES = {v: k for k, v in _BACKEND_VALUES.items()}
+
+
 def backend_name(value: int) -> str:
-    names: dict[int, str] = {sandbox_pb2.SANDBOX_BACKEND_LOCAL: "local", sandbox_pb2.SANDBOX_BACKEND_DOCKER: "docker"}
-    return names.get(value, "")
+    return _BACKEND_NAMES.get(value, "")
 
 
 def backend_from_name(name: str) -> int:
-    return {"local": sandbox_pb2.SANDBOX_BACKEND_LOCAL, "docker": sandbox_pb2.SANDBOX_BACKEND_DOCKER}.get(
-        name, sandbox_pb2.SANDBOX_BACKEND_UNSPECIFIED
-    )
+    return _BACKEND_VALUES.get(name, sandbox_pb2.SANDBOX_BACKEND_UNSPECIFIED)
 
 
 # json_format walks messages in pure Python (~0.1 ms a spec); a create converted its spec three

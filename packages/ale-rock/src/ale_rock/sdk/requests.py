@@ -13,7 +13,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 _BACKENDS = {
     "": sandbox_pb2.SANDBOX_BACKEND_UNSPECIFIED, "local": sandbox_pb2.SANDBOX_BACKEND_LOCAL,
-    "docker": sandbox_pb2.SANDBOX_BACKEND_DOCKER,
+    "docker": sandbox_pb2.SANDBOX_BACKEND_DOCKER, "kubernetes": sandbox_pb2.SANDBOX_BACKEND_KUBERNETES,
 }
 U32 = 2**32 - 1
 
@@ -69,7 +69,7 @@ def create_request(
     labels: Mapping[str, str] | None = None, wait: bool = True, request_id: str = "",
 ) -> sandbox_pb2.CreateSandboxRequest:
     if backend not in _BACKENDS:
-        raise InvalidArgument(f"unknown backend {backend!r} (local, docker)", "spec.backend")
+        raise InvalidArgument(f"unknown backend {backend!r} (local, docker, kubernetes)", "spec.backend")
     resources = common_pb2.Resources(
         cpu_millis=_nonneg(cpu, "spec.resources.cpu_millis", 1000),
         memory_bytes=parse_size(memory, "spec.resources.memory_bytes"),

@@ -20,8 +20,9 @@ from typing import Any
 import grpc
 from ale_proto import serving
 from ale_proto.serving import add_standard_services
-from ale_proto.v1 import common_pb2, sandbox_pb2, worker_pb2, worker_pb2_grpc
+from ale_proto.v1 import common_pb2, worker_pb2, worker_pb2_grpc
 
+from ale_rock.admin.convert import backend_from_name
 from ale_rock.backends.base import Limits, SandboxBackend
 from ale_rock.egress.gateway import EgressGateway
 from ale_rock.envs.host import EnvHost
@@ -224,11 +225,7 @@ class WorkerHandle:
         return None
 
     def _info(self) -> tuple[Any, list[str]]:
-        backend = (
-            sandbox_pb2.SANDBOX_BACKEND_DOCKER
-            if self.config.backend == "docker"
-            else sandbox_pb2.SANDBOX_BACKEND_LOCAL
-        )
+        backend = backend_from_name(self.config.backend)
         info = worker_pb2.WorkerInfo(
             worker_id=self.config.worker_id,
             address=self.config.advertise_address or self.address,
