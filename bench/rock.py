@@ -186,7 +186,12 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
             result.update(asyncio.run(_concurrent(cluster, cfg, kw, failures)))
         client.close()
 
-        image = _docker_image(cfg.docker_image) if cfg.docker_runs else None
+        wanted = cfg.docker_image
+        if not wanted and cfg.backend == "docker":  # the baseline runs the image the sandboxes run
+            from ale_rock.backends.docker_runtime import default_base_image
+
+            wanted = default_base_image()
+        image = _docker_image(wanted) if cfg.docker_runs else None
         result["docker_image"] = image
         result["docker_run_p50_ms"] = None
         if image:
