@@ -109,9 +109,10 @@ if printf '%s\n' "${ROLES[@]}" | grep -qx 'inference\|trainer'; then
     if [ "$(cat "$CACHE/roll-deps.hash" 2>/dev/null)" != "$DEPS_H" ]; then
       log "downloading ale-roll's third-party wheels into $CACHE/roll-deps (once)"
       rm -rf "$CACHE/roll-deps" && mkdir -p "$CACHE/roll-deps"
-      # CPU torch pinned like scripts/setup.sh: a bare `torch` would resolve a multi-GB CUDA build.
+      # torch pinned like scripts/setup.sh. Which build (CPU or CUDA) is your pip configuration's:
+      # for CPU torch set PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu (docs/deploy.md).
       "$PY" -m pip download -q -d "$CACHE/roll-deps" --find-links "$WHEELS/dist" ale-roll "torch==2.13.0" \
-        --extra-index-url https://download.pytorch.org/whl/cpu 2>&1 | grep -v "is ignored" >&2 || true
+        2>&1 | grep -v "is ignored" >&2 || true
       rm -f "$CACHE"/roll-deps/ale_*
       ls "$CACHE"/roll-deps/torch-*.whl >/dev/null || { log "pip download failed"; exit 1; }
       echo "$DEPS_H" >"$CACHE/roll-deps.hash"
