@@ -26,19 +26,19 @@ def state_from_pb(value: int) -> State | None:
     return _PB_TO_STATE.get(value)
 
 
-_BACKEND_VALUES: dict[str, int] = {
+_BACKEND_VALUES: dict[str, sandbox_pb2.SandboxBackend] = {
     "local": sandbox_pb2.SANDBOX_BACKEND_LOCAL,
     "docker": sandbox_pb2.SANDBOX_BACKEND_DOCKER,
     "kubernetes": sandbox_pb2.SANDBOX_BACKEND_KUBERNETES,
 }
-_BACKEND_NAMES = {v: k for k, v in _BACKEND_VALUES.items()}
+_BACKEND_NAMES: dict[int, str] = {int(v): k for k, v in _BACKEND_VALUES.items()}
 
 
 def backend_name(value: int) -> str:
     return _BACKEND_NAMES.get(value, "")
 
 
-def backend_from_name(name: str) -> int:
+def backend_from_name(name: str) -> sandbox_pb2.SandboxBackend:
     return _BACKEND_VALUES.get(name, sandbox_pb2.SANDBOX_BACKEND_UNSPECIFIED)
 
 
