@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 
 from ale_rock.backends.kubernetes_rocklet import TOKEN_METADATA
+from ale_rock.grpc_options import channel_options
 
 PREFIX = "tcp:"
 _TARGET_RE = re.compile(r"^tcp:([0-9a-f]{16,128})@(\[[0-9a-fA-F:.]+\]|[0-9.]+|[A-Za-z0-9.-]+):([0-9]{1,5})$")
@@ -45,10 +46,11 @@ class TcpRocklet:
     def close(self) -> None:
         """Nothing held."""
 
-    def channel(self, options: list[tuple[str, Any]]) -> grpc.Channel:
-        """A channel that sends the token with every call."""
+    def channel(self, options: list[tuple[str, Any]] | None = None) -> grpc.Channel:
+        """A channel that sends the token with every call (the shared options unless given)."""
         return grpc.intercept_channel(
-            grpc.insecure_channel(self.target, options=options), _AddToken(self.token)
+            grpc.insecure_channel(self.target, options=channel_options() if options is None else options),
+            _AddToken(self.token),
         )
 
 

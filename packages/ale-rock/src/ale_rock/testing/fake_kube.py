@@ -134,7 +134,9 @@ class _Kubelet:
         import grpc
         from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-        with grpc.insecure_channel(f"{ip}:{port}") as ch:
+        from ale_rock.grpc_options import channel_options
+
+        with grpc.insecure_channel(f"{ip}:{port}", options=channel_options()) as ch:
             stub = health_pb2_grpc.HealthStub(ch)
             end = time.monotonic() + 60
             while time.monotonic() < end and self.proc is not None and self.proc.poll() is None:
