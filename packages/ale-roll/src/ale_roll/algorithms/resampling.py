@@ -85,95 +85,88 @@ class ForkSearchResult:
         return self.fork is not None and self.success_rates.get(self.fork - 1, 1.0) == 0.0
 
 
-def _rate(rollout_from: RolloutFrom, prefix: int, n: int) -> float:
-    return sum(bool(rollout_from(prefix)) for _ in range(n)) / n
-
-
-def sequential_rollback(rollout_from: RolloutFrom, num_chunks: int, config: ForkSearchConfig) -> ForkSearchResult:
-    """Evaluate prefixes K−1 … 0 and stop at the first (latest) crucial fork."""
+def _start(num_chunks: int) -> ForkSearchResult:
     if num_chunks < 1:
         raise ValueError("an expert trajectory needs at least one chunk")
-    result = ForkSearchResult(fork=None, success_rates={num_chunks: 1.0})
-    for prefix in range(num_chunks - 1, -1, -1):
-        result.success_rates[prefix] = _rate(rollout_from, prefix, config.rollouts_per_anchor)
-        result.rollouts += config.rollouts_per_anchor
-        if result.success_rates[prefix + 1] - result.success_rates[prefix] >= config.fork_gap:
-            result.fork = prefix + 1
-            break
-    return result
+    return ForkSearchResult(fork=None, success_rates={num_chunks: 1.0})
 
 
-def parallel_initialization(rollout_from: RolloutFrom, num_chunks: int, config: ForkSearchConfig) -> ForkSearchResult:
-    """Random anchors in one parallel round, then refine the steepest interval to one chunk."""
-    if num_chunks < 1:
-        raise ValueError("an expert trajectory needs at least one chunk")
-    rng = random.Random(config.seed)
-    result = ForkSearchResult(fork=None, success_rates={num_chunks: 1.0})
-    anchors = sorted(rng.sample(range(num_chunks), min(config.num_anchors, num_chunks)))
-
-    with ThreadPoolExecutor(max_workers=config.max_workers) as pool:
-
-        def evaluate(prefixes: list[int]) -> None:
-            n = config.rollouts_per_anchor
-            futures = {j: [pool.submit(rollout_from, j) for _ in range(n)] for j in prefixes}
-            for j, fs in futures.items():
-                result.success_rates[j] = sum(bool(f.result()) for f in fs) / n
-            result.rollouts += n * len(prefixes)
-
-        evaluate(anchors)
-        while True:
-            known = sorted(result.success_rates)
-            drops = [(result.success_rates[b] - result.success_rates[a], a, b) for a, b in zip(known, known[1:])]
-            best = max(drops, default=None)
-            if best is None or best[0] < config.fork_gap:
-                return result
-            _, a, b = best
-            if b == a + 1:
-                result.fork = b
-                return result
-            evaluate(list(range(a + 1, b)))
-
-
-async def _arate(arollout_from: ARolloutFrom, prefixes: list[int], n: int, result: ForkSearchResult) -> None:
-    outcomes = await asyncio.gather(*(arollout_from(j) for j in prefixes for _ in range(n)))
+def _record(result: ForkSearchResult, prefixes: list[int], outcomes: list[object], n: int) -> None:
+    """Store p(j) for each probed prefix from its n outcomes (in `prefixes` order, n per prefix)."""
     for i, j in enumerate(prefixes):
         result.success_rates[j] = sum(bool(o) for o in outcomes[i * n:(i + 1) * n]) / n
     result.rollouts += n * len(prefixes)
 
 
+def _next_rollback(result: ForkSearchResult, prefix: int, config: ForkSearchConfig) -> list[int]:
+    """Sequential rollback's decision after probing `prefix`: [] when done (fork set or none left)."""
+    if result.success_rates[prefix + 1] - result.success_rates[prefix] >= config.fork_gap:
+        result.fork = prefix + 1
+        return []
+    return [prefix - 1] if prefix > 0 else []
+
+
+def _anchors(num_chunks: int, config: ForkSearchConfig) -> list[int]:
+    rng = random.Random(config.seed)
+    return sorted(rng.sample(range(num_chunks), min(config.num_anchors, num_chunks)))
+
+
+def _next_refinement(result: ForkSearchResult, config: ForkSearchConfig) -> list[int]:
+    """Parallel initialization's decision: the prefixes inside the steepest known drop, or [] when
+    done (the drop is one chunk wide: `result.fork` is set; or no drop reaches `fork_gap`)."""
+    known = sorted(result.success_rates)
+    drops = [(result.success_rates[b] - result.success_rates[a], a, b) for a, b in zip(known, known[1:])]
+    best = max(drops, default=None)
+    if best is None or best[0] < config.fork_gap:
+        return []
+    _, a, b = best
+    if b == a + 1:
+        result.fork = b
+        return []
+    return list(range(a + 1, b))
+
+
+def sequential_rollback(rollout_from: RolloutFrom, num_chunks: int, config: ForkSearchConfig) -> ForkSearchResult:
+    """Evaluate prefixes K−1 … 0 and stop at the first (latest) crucial fork."""
+    result, n = _start(num_chunks), config.rollouts_per_anchor
+    probe = [num_chunks - 1]
+    while probe:
+        _record(result, probe, [rollout_from(probe[0]) for _ in range(n)], n)
+        probe = _next_rollback(result, probe[0], config)
+    return result
+
+
+def parallel_initialization(rollout_from: RolloutFrom, num_chunks: int, config: ForkSearchConfig) -> ForkSearchResult:
+    """Random anchors in one parallel round, then refine the steepest interval to one chunk."""
+    result, n = _start(num_chunks), config.rollouts_per_anchor
+    probe = _anchors(num_chunks, config)
+    with ThreadPoolExecutor(max_workers=config.max_workers) as pool:
+        while probe:
+            futures = [pool.submit(rollout_from, j) for j in probe for _ in range(n)]
+            _record(result, probe, [f.result() for f in futures], n)
+            probe = _next_refinement(result, config)
+    return result
+
+
 async def asequential_rollback(arollout_from: ARolloutFrom, num_chunks: int, config: ForkSearchConfig) -> ForkSearchResult:
     """`sequential_rollback` with each prefix's rollouts run concurrently."""
-    if num_chunks < 1:
-        raise ValueError("an expert trajectory needs at least one chunk")
-    result = ForkSearchResult(fork=None, success_rates={num_chunks: 1.0})
-    for prefix in range(num_chunks - 1, -1, -1):
-        await _arate(arollout_from, [prefix], config.rollouts_per_anchor, result)
-        if result.success_rates[prefix + 1] - result.success_rates[prefix] >= config.fork_gap:
-            result.fork = prefix + 1
-            break
+    result, n = _start(num_chunks), config.rollouts_per_anchor
+    probe = [num_chunks - 1]
+    while probe:
+        _record(result, probe, list(await asyncio.gather(*(arollout_from(probe[0]) for _ in range(n)))), n)
+        probe = _next_rollback(result, probe[0], config)
     return result
 
 
 async def aparallel_initialization(arollout_from: ARolloutFrom, num_chunks: int,
                                    config: ForkSearchConfig) -> ForkSearchResult:
     """`parallel_initialization` on the event loop (all anchors' rollouts at once)."""
-    if num_chunks < 1:
-        raise ValueError("an expert trajectory needs at least one chunk")
-    rng = random.Random(config.seed)
-    result = ForkSearchResult(fork=None, success_rates={num_chunks: 1.0})
-    await _arate(arollout_from, sorted(rng.sample(range(num_chunks), min(config.num_anchors, num_chunks))),
-                 config.rollouts_per_anchor, result)
-    while True:
-        known = sorted(result.success_rates)
-        drops = [(result.success_rates[b] - result.success_rates[a], a, b) for a, b in zip(known, known[1:])]
-        best = max(drops, default=None)
-        if best is None or best[0] < config.fork_gap:
-            return result
-        _, a, b = best
-        if b == a + 1:
-            result.fork = b
-            return result
-        await _arate(arollout_from, list(range(a + 1, b)), config.rollouts_per_anchor, result)
+    result, n = _start(num_chunks), config.rollouts_per_anchor
+    probe = _anchors(num_chunks, config)
+    while probe:
+        _record(result, probe, list(await asyncio.gather(*(arollout_from(j) for j in probe for _ in range(n)))), n)
+        probe = _next_refinement(result, config)
+    return result
 
 
 def imitation_loss(logprobs: torch.Tensor, mask: torch.Tensor, chunk_ids: torch.Tensor, fork: int,
