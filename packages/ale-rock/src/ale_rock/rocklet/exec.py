@@ -145,15 +145,7 @@ class ExecEngine:
                 **_NEW_GROUP,
             )
         except OSError as e:
-            with self._lock:
-                self._running.pop(exec_id, None)
-            return ExecOutcome(
-                end_reason=EndReason.START_FAILED,
-                exit_code=127,
-                exec_id=exec_id,
-                error=f"{type(e).__name__}: {e}",
-                duration_s=time.monotonic() - started,
-            )
+            return self._start_failed(exec_id, e, started)
         entry = _Running(proc=proc, exec_id=exec_id, tag=tag)
         with self._lock:
             self._running[exec_id] = entry
@@ -215,6 +207,18 @@ class ExecEngine:
 
     # -- internals ----------------------------------------------------------------------------
 
+    def _start_failed(self, exec_id: str, e: OSError, started: float | None = None) -> ExecOutcome:
+        """The program could not be started (missing, not executable, no memory): exit 127."""
+        with self._lock:
+            self._running.pop(exec_id, None)
+        return ExecOutcome(
+            end_reason=EndReason.START_FAILED,
+            exit_code=127,
+            exec_id=exec_id,
+            error=f"{type(e).__name__}: {e}",
+            duration_s=time.monotonic() - started if started is not None else 0.0,
+        )
+
     def _start_background(
         self, exec_id: str, argv: list[str], env: dict[str, str], cwd: str, req: ExecRequest, tag: str
     ) -> ExecOutcome:
@@ -232,14 +236,7 @@ class ExecEngine:
                     **_NEW_GROUP,
                 )
         except OSError as e:
-            with self._lock:
-                self._running.pop(exec_id, None)
-            return ExecOutcome(
-                end_reason=EndReason.START_FAILED,
-                exit_code=127,
-                exec_id=exec_id,
-                error=f"{type(e).__name__}: {e}",
-            )
+            return self._start_failed(exec_id, e)
         with self._lock:
             self._running[exec_id] = _Running(proc=proc, exec_id=exec_id, tag=tag)
         if req.stdin and proc.stdin is not None:
