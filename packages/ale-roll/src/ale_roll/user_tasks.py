@@ -24,7 +24,10 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ale_roll.config import EnvConfig
 
 _IMPORT_SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -87,6 +90,30 @@ def local_env_factory(env_id: str, kwargs: dict[str, Any], search_path: Sequence
         raise RuntimeError(f"env.id {env_id!r} needs ale-rock (pip install 'ale-roll[envs]'), "
                            "or name your own env as module:Class") from e
     return lambda: make(env_id, **kwargs)
+
+
+def make_env_factory(cfg: EnvConfig, timeout_s: float, *, batched: bool = True) -> Callable[[], Any]:
+    """The environments of an `env` section: in-process (`local_env_factory`), or EnvService clients
+    when `env.address` is set — `batched`: one `BatchEnvClient` whose envs' async calls from
+    concurrent episodes share Batch RPCs (the controller); otherwise sync clients sharing one
+    channel (a Ray rollout worker, which steps envs from threads)."""
+    if cfg.address is None:
+        return local_env_factory(cfg.id, cfg.kwargs, cfg.search_path, cfg.data, cfg.eval_data, cfg.reward_fn,
+                                 cfg.eval_seed)
+    try:
+        from ale_rock.envs import make
+        from ale_rock.envs.batch_client import BatchEnvClient
+    except ImportError as e:
+        raise RuntimeError("environments need ale-rock: pip install 'ale-roll[envs]'") from e
+    address, env_id = cfg.address, cfg.id
+    if batched:
+        kwargs = dict(cfg.kwargs)
+        client = BatchEnvClient(address, rpc_timeout_s=timeout_s, api_key=str(kwargs.pop("api_key", "")))
+        return lambda: client.env(env_id, **kwargs)
+    import grpc
+
+    channel = grpc.insecure_channel(address)
+    return lambda: make(env_id, address=address, channel=channel, rpc_timeout_s=timeout_s, **cfg.kwargs)
 
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:

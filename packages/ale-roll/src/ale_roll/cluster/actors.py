@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,29 +130,15 @@ class InferenceActor:
         return self.last_update
 
 
-def _env_factory(cfg: EnvConfig, timeout_s: float) -> Callable[[], Any]:
-    """The controller's `make_env_factory`, without importing the controller: a rollout worker then
-    never loads torch (seconds per worker on a small CPU)."""
-    if cfg.address is None:
-        from ale_roll.user_tasks import local_env_factory
-
-        return local_env_factory(cfg.id, cfg.kwargs, cfg.search_path, cfg.data, cfg.eval_data, cfg.reward_fn,
-                                 cfg.eval_seed)
-    try:
-        from ale_rock.envs import make
-    except ImportError as e:
-        raise RuntimeError("environments need ale-rock: pip install 'ale-roll[envs]'") from e
-    import grpc
-
-    channel = grpc.insecure_channel(cfg.address)
-    return lambda: make(cfg.id, address=cfg.address, channel=channel, rpc_timeout_s=timeout_s, **cfg.kwargs)
-
-
 class EnvWorkerActor:
     """Runs environments for episodes: each `create` makes one, addressed by id until `close`."""
 
     def __init__(self, env: EnvConfig, env_timeout_s: float) -> None:
-        self._factory = _env_factory(env, env_timeout_s)
+        # user_tasks imports neither torch nor the controller: a rollout worker never loads torch
+        # (seconds per worker on a small CPU).
+        from ale_roll.user_tasks import make_env_factory
+
+        self._factory = make_env_factory(env, env_timeout_s, batched=False)
         self._envs: dict[int, Any] = {}
         self._ids = itertools.count()
         self._lock = threading.Lock()  # the actor is threaded: envs are created/closed concurrently

@@ -35,7 +35,7 @@ from ale_roll.algorithms.filtering import (
 )
 from ale_roll.buffer.sample_buffer import BufferConfig, FrontierEntry, SampleBuffer
 from ale_roll.checkpoint import latest_checkpoint, save_checkpoint
-from ale_roll.config import EnvConfig, RunConfig
+from ale_roll.config import RunConfig
 from ale_roll.engines.base import SamplingParams
 from ale_roll.engines.weight_sync import WeightSync
 from ale_roll.metrics import MetricsLogger, plot_curves
@@ -55,7 +55,9 @@ from ale_roll.trainer.setup import Policy, build_policy
 from ale_roll.trainer.sft import sft_steps
 from ale_roll.trainer.step import train_step, trajectory_metrics
 from ale_roll.types import Trajectory
-from ale_roll.user_tasks import local_env_factory
+from ale_roll.user_tasks import (
+    make_env_factory as make_env_factory,  # re-exported (callers import it from here)
+)
 
 _FILTERS: dict[str, Callable[[], TrajectoryFilter]] = {
     "env_noise": EnvironmentNoiseFilter, "repeated_illegal": RepeatedIllegalToolCallFilter, "truncated": TruncatedFilter,
@@ -84,24 +86,6 @@ class _NotStarted:
     async def run(self, **_: Any) -> Trajectory:
         raise RuntimeError("agent-native rollout runs inside Controller.rollout_services() "
                            "(entered by train_async and evaluate_only)")
-
-
-def make_env_factory(cfg: EnvConfig, timeout_s: float) -> Callable[[], GemEnv]:
-    """gem-like environments: in-process (an ale-rock id, your `module:Class`, or `data` + `reward_fn`;
-    `ale_roll.user_tasks`), or EnvService clients sharing one channel."""
-    if cfg.address is None:
-        return local_env_factory(cfg.id, cfg.kwargs, cfg.search_path, cfg.data, cfg.eval_data, cfg.reward_fn,
-                                 cfg.eval_seed)
-    try:
-        from ale_rock.envs.batch_client import BatchEnvClient
-    except ImportError as e:
-        raise RuntimeError("environments need ale-rock: pip install 'ale-roll[envs]'") from e
-
-    # One client per factory: concurrent episodes' calls share its Batch RPCs (EpisodeRunner awaits
-    # the envs' areset / astep / aclose).
-    kwargs = dict(cfg.kwargs)
-    client = BatchEnvClient(cfg.address, rpc_timeout_s=timeout_s, api_key=str(kwargs.pop("api_key", "")))
-    return lambda: client.env(cfg.id, **kwargs)
 
 
 class Controller:
