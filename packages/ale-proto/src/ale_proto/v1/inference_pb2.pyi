@@ -202,3 +202,27 @@ class DetokenizeResponse(_message.Message):
     TEXT_FIELD_NUMBER: _ClassVar[int]
     text: str
     def __init__(self, text: _Optional[str] = ...) -> None: ...
+
+class PauseRequest(_message.Message):
+    __slots__ = ("drain_timeout_s",)
+    DRAIN_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    drain_timeout_s: float
+    def __init__(self, drain_timeout_s: _Optional[float] = ...) -> None: ...
+
+class PauseResponse(_message.Message):
+    __slots__ = ("drained", "newly_paused")
+    DRAINED_FIELD_NUMBER: _ClassVar[int]
+    NEWLY_PAUSED_FIELD_NUMBER: _ClassVar[int]
+    drained: int
+    newly_paused: bool
+    def __init__(self, drained: _Optional[int] = ..., newly_paused: _Optional[bool] = ...) -> None: ...
+
+class ResumeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ResumeResponse(_message.Message):
+    __slots__ = ("resumed",)
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
+    resumed: bool
+    def __init__(self, resumed: _Optional[bool] = ...) -> None: ...

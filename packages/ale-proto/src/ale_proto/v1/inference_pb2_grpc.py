@@ -70,6 +70,16 @@ class InferenceServiceStub:
                 request_serializer=ale__proto_dot_v1_dot_inference__pb2.DetokenizeRequest.SerializeToString,
                 response_deserializer=ale__proto_dot_v1_dot_inference__pb2.DetokenizeResponse.FromString,
                 _registered_method=True)
+        self.Pause = channel.unary_unary(
+                '/ale.v1.InferenceService/Pause',
+                request_serializer=ale__proto_dot_v1_dot_inference__pb2.PauseRequest.SerializeToString,
+                response_deserializer=ale__proto_dot_v1_dot_inference__pb2.PauseResponse.FromString,
+                _registered_method=True)
+        self.Resume = channel.unary_unary(
+                '/ale.v1.InferenceService/Resume',
+                request_serializer=ale__proto_dot_v1_dot_inference__pb2.ResumeRequest.SerializeToString,
+                response_deserializer=ale__proto_dot_v1_dot_inference__pb2.ResumeResponse.FromString,
+                _registered_method=True)
 
 
 class InferenceServiceServicer:
@@ -128,6 +138,22 @@ class InferenceServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Pause(self, request, context):
+        """Pause generation (around a weight sync): running generations finish first, then queued and
+        new requests wait until Resume; one held longer than the server's pause timeout fails with
+        UNAVAILABLE. Idempotent: a second Pause before Resume changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Resume(self, request, context):
+        """Resume generation after Pause; held requests go out together.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InferenceServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -165,6 +191,16 @@ def add_InferenceServiceServicer_to_server(servicer, server):
                     servicer.Detokenize,
                     request_deserializer=ale__proto_dot_v1_dot_inference__pb2.DetokenizeRequest.FromString,
                     response_serializer=ale__proto_dot_v1_dot_inference__pb2.DetokenizeResponse.SerializeToString,
+            ),
+            'Pause': grpc.unary_unary_rpc_method_handler(
+                    servicer.Pause,
+                    request_deserializer=ale__proto_dot_v1_dot_inference__pb2.PauseRequest.FromString,
+                    response_serializer=ale__proto_dot_v1_dot_inference__pb2.PauseResponse.SerializeToString,
+            ),
+            'Resume': grpc.unary_unary_rpc_method_handler(
+                    servicer.Resume,
+                    request_deserializer=ale__proto_dot_v1_dot_inference__pb2.ResumeRequest.FromString,
+                    response_serializer=ale__proto_dot_v1_dot_inference__pb2.ResumeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -357,6 +393,60 @@ class InferenceService:
             '/ale.v1.InferenceService/Detokenize',
             ale__proto_dot_v1_dot_inference__pb2.DetokenizeRequest.SerializeToString,
             ale__proto_dot_v1_dot_inference__pb2.DetokenizeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Pause(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ale.v1.InferenceService/Pause',
+            ale__proto_dot_v1_dot_inference__pb2.PauseRequest.SerializeToString,
+            ale__proto_dot_v1_dot_inference__pb2.PauseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Resume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ale.v1.InferenceService/Resume',
+            ale__proto_dot_v1_dot_inference__pb2.ResumeRequest.SerializeToString,
+            ale__proto_dot_v1_dot_inference__pb2.ResumeResponse.FromString,
             options,
             channel_credentials,
             insecure,
