@@ -66,6 +66,19 @@ def channel_options(
     return opts + list(extra)
 
 
+MAX_PENDING_RPCS = 1_000_000
+"""Calls gRPC may hold that arrived before the server asked for them. gRPC's defaults (1,000, hard
+limit 3,000) CANCEL the rest: a burst of a few thousand CreateSandbox calls (the scale benchmark's
+4k in flight) lost a third of them with a bare ``CANCELLED``; a worker the Admin forwards thousands of
+calls to, likewise. Callers bound their wait with deadlines."""
+MAX_UNREQUESTED_S = 3600
+"""How long such a call may wait (gRPC's default, 30 s, CANCELLED the tail of a 16k burst)."""
+PENDING_RPC_OPTIONS = [("grpc.server.max_pending_requests", MAX_PENDING_RPCS),
+                       ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_RPCS),
+                       ("grpc.server_max_unrequested_time_in_server", MAX_UNREQUESTED_S)]
+"""Servers that may take bursts (the Admin, the Worker) add these to :func:`server_options`."""
+
+
 def server_options(
     max_message_bytes: int | None = None,
     *,

@@ -25,7 +25,7 @@ from ale_rock.admin.registry_service import WorkerRegistryServicer
 from ale_rock.admin.service import SandboxServicer
 from ale_rock.admin.store import Store
 from ale_rock.admin.worker_client import GrpcWorkerClient
-from ale_rock.grpc_options import server_options
+from ale_rock.grpc_options import PENDING_RPC_OPTIONS, server_options
 
 log = logging.getLogger("ale_rock.admin")
 
@@ -36,15 +36,7 @@ SERVICE_NAMES = [
 ENV_SERVICE_NAME = env_pb2.DESCRIPTOR.services_by_name["EnvService"].full_name
 ENVHUB_SERVICE_NAME = env_pb2.DESCRIPTOR.services_by_name["EnvHubService"].full_name
 
-MAX_PENDING_RPCS = 1_000_000
-"""Calls gRPC may hold that arrived before the server asked for them. gRPC's defaults (1,000, hard
-limit 3,000) CANCEL the rest: a burst of a few thousand CreateSandbox calls (the scale benchmark's
-4k in flight) lost a third of them with a bare ``CANCELLED``. Callers bound their wait with deadlines."""
-MAX_UNREQUESTED_S = 3600
-"""How long such a call may wait (gRPC's default, 30 s, CANCELLED the tail of a 16k burst)."""
-PENDING_RPC_OPTIONS = [("grpc.server.max_pending_requests", MAX_PENDING_RPCS),
-                       ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_RPCS),
-                       ("grpc.server_max_unrequested_time_in_server", MAX_UNREQUESTED_S)]
+
 
 
 @dataclass

@@ -28,7 +28,7 @@ from ale_rock.egress.gateway import EgressGateway
 from ale_rock.envs.host import EnvHost
 from ale_rock.envs.server import SERVICE_NAME as ENV_SERVICE
 from ale_rock.envs.server import add_env_service
-from ale_rock.grpc_options import server_options
+from ale_rock.grpc_options import PENDING_RPC_OPTIONS, server_options
 from ale_rock.rocklet.server import MAX_MESSAGE_BYTES
 from ale_rock.worker.auth import WorkerSecretInterceptor, new_secret, write_secret
 from ale_rock.worker.config import WorkerConfig
@@ -141,7 +141,7 @@ class WorkerHandle:
             write_secret(config.secret_file, self.secret)
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="worker"),
-            options=server_options(MAX_MESSAGE_BYTES),
+            options=server_options(MAX_MESSAGE_BYTES, extra=PENDING_RPC_OPTIONS),
             interceptors=[
                 WorkerSecretInterceptor(self.secret),
                 *serving.strict_requests(),
