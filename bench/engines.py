@@ -13,12 +13,18 @@ Each section runs in its own subprocess (DeepSpeed and vLLM both set up process-
   vLLM through shared memory by both of its paths: ``vllm_native_sync_vs_copy`` (vLLM's RL
   weight-update session, where the installed vLLM has it) and ``vllm_sync_vs_copy`` (reload, the
   fallback); the headline is the native path when it ran, else reload, else HF.
-- ``service_vs_inprocess``: generated tokens/s through the InferenceService (``ale-roll
-  serve-inference`` in its own process, HF engine, tiny model) over in-process ``engine.generate``
-  on the same model, for 64, 128 and 256 1-token requests (the worst of the three): sent through
-  ``InferenceClient.generate`` (one ``GenerateBatch`` call: what the trainer's rollout sends).
-  ``service_streams_vs_inprocess`` sends the same requests as that many concurrent ``Generate``
-  streams from client threads (what the ModelProxy sends: one RPC per agent call).
+- ``service_vs_inprocess`` (the headline, issue 14): generated tokens/s of 64 concurrent clients each
+  sending one 1-token ``Generate`` call (one client thread each; what the ModelProxy sends: one RPC
+  per agent call) to the InferenceService (``ale-roll serve-inference`` in its own process, HF
+  engine, tiny model) over the same 64 single requests made in-process by 64 coroutines through
+  :class:`~ale_roll.rollout.generation.BatchingGenerator` (the rollout's path, the same
+  ``MicroBatcher`` the service runs). ``service_singles_vs_engine`` divides the same service figure
+  by one in-process ``engine.generate`` call holding all 64 prompts (no batcher at all: the floor
+  no per-request path reaches on a 1-token request).
+- ``service_batch_vs_inprocess``: the requests sent through ``InferenceClient.generate`` (one
+  ``GenerateBatch`` call: what a remote rollout sends) over that one ``engine.generate`` call, for 64,
+  128 and 256 requests (the worst of the three); ``service_streams_vs_inprocess`` the same for
+  concurrent ``Generate`` calls (one per request).
 """
 
 from __future__ import annotations
@@ -186,6 +192,7 @@ def _start_server(model: Path, work: Path) -> tuple[subprocess.Popen, str]:
 
 
 def bench_service(work: Path, repeats: int = 10) -> dict:
+    import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
     from ale_proto.v1 import inference_pb2
@@ -193,6 +200,7 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
     from ale_roll.engines.hf_engine import HFInferenceEngine
     from ale_roll.engines.inference_client import InferenceClient, sampling_to_proto
     from ale_roll.models import build_tiny_model, load_model
+    from ale_roll.rollout.generation import BatchingGenerator
 
     path = work / "service-tiny"
     if not (path / "config.json").exists():
@@ -211,6 +219,10 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
 
     torch.set_num_threads(1)  # the same intra-op threads as the server process (OMP_NUM_THREADS=1)
     local = HFInferenceEngine(load_model(path)[0])
+    # The in-process callers' path (the rollout's): coroutines on one event loop, each awaiting a
+    # single request of the same batcher type the service runs (window 0, as the service's).
+    generator = BatchingGenerator(local, max_batch=256, timeout_s=300)
+    loop = asyncio.new_event_loop()
     proc, address = _start_server(path, work)
     client = InferenceClient(address, timeout_s=300)
     pool = ThreadPoolExecutor(max(SERVICE_SIZES))
@@ -220,8 +232,13 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         req = inference_pb2.GenerateRequest(prompt_token_ids=prompt, sampling=sp)
         return sum(len(m.token_ids) for m in client.stub.Generate(req, timeout=300))
 
+    async def singles_inprocess(k: int) -> int:
+        gens = await asyncio.gather(*(generator.generate(p, params) for p in prompts(k)))
+        return sum(len(g.token_ids) for g in gens)
+
     ways = {
-        "inprocess": lambda k: sum(len(g.token_ids) for g in local.generate(prompts(k), params)),
+        "engine": lambda k: sum(len(g.token_ids) for g in local.generate(prompts(k), params)),
+        "inprocess_singles": lambda k: loop.run_until_complete(singles_inprocess(k)),
         "streams": lambda k: sum(pool.map(one, prompts(k))),
         "batch": lambda k: sum(len(g.token_ids) for g in client.generate(prompts(k), params)),
     }
@@ -237,16 +254,24 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
     finally:
         pool.shutdown()
         client.close()
+        loop.run_until_complete(generator.close())
+        loop.close()
         proc.terminate()
         proc.wait(60)
-    inproc, streams, batch = best["inprocess"], best["streams"], best["batch"]
+    engine, inproc, streams, batch = best["engine"], best["inprocess_singles"], best["streams"], best["batch"]
+    head = SERVICE_SIZES[0]  # 64 concurrent clients: the issue's headline
     return {
-        "service_vs_inprocess": min(batch[n] / inproc[n] for n in SERVICE_SIZES),
-        "service_streams_vs_inprocess": min(streams[n] / inproc[n] for n in SERVICE_SIZES),
-        "service_detail": {n: {"inprocess_tokens_per_s": inproc[n], "generate_streams_tokens_per_s": streams[n],
-                               "generate_batch_tokens_per_s": batch[n]} for n in SERVICE_SIZES},
+        "service_vs_inprocess": streams[head] / inproc[head],
+        "service_singles_vs_engine": streams[head] / engine[head],
+        "service_streams_vs_inprocess": min(streams[n] / engine[n] for n in SERVICE_SIZES),
+        "service_batch_vs_inprocess": min(batch[n] / engine[n] for n in SERVICE_SIZES),
+        "service_detail": {n: {"engine_one_call_tokens_per_s": engine[n], "inprocess_singles_tokens_per_s": inproc[n],
+                               "generate_streams_tokens_per_s": streams[n], "generate_batch_tokens_per_s": batch[n]}
+                           for n in SERVICE_SIZES},
         "service_setup": "tiny random-init Qwen2, HF engine, 1-token greedy requests, 1 intra-op thread on both sides; "
-                         "server in its own process",
+                         "server in its own process; service_vs_inprocess = 64 concurrent single Generate calls "
+                         "(one client thread each) over 64 concurrent single in-process calls (coroutines on "
+                         "BatchingGenerator, the same batcher the service runs)",
         "service_load_avg": os.getloadavg()[0],
     }
 
@@ -283,7 +308,8 @@ def main() -> None:
         if section not in SECTIONS:
             p.error(f"unknown section {section!r}; choose from {SECTIONS}")
         result |= _run_section(section, args)
-    for key in ("deepspeed_vs_torch", "vllm_vs_hf", "sync_vs_copy", "service_vs_inprocess", "service_streams_vs_inprocess"):
+    for key in ("deepspeed_vs_torch", "vllm_vs_hf", "sync_vs_copy", "service_vs_inprocess", "service_singles_vs_engine",
+                "service_batch_vs_inprocess", "service_streams_vs_inprocess"):
         val = result.get(key)
         print(f"{key:>20}: {val:.3f}" if isinstance(val, float) else f"{key:>20}: {val}", file=sys.stderr)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))

@@ -181,20 +181,20 @@ def test_a_proxy_failure_raises(agent_stack: Any) -> None:
 
 
 def test_agent_calls_go_through_the_rollout_generator(agent_stack: Any) -> None:
-    """Served through GeneratorEngine, the agent's calls are held while the generator is paused (a
-    weight sync) and a weight update through the service reaches the next episode's turns."""
+    """Served over the rollout's own batcher, the agent's calls are held while the generator is
+    paused (a weight sync) and a weight update through the service reaches the next episode's turns."""
     from ale_rock.envs.terminal import find_task
+    from ale_roll.engines.inference_client import InferenceClient
     from ale_roll.engines.inference_server import InferenceServicer, serve
     from ale_roll.rollout import BatchingGenerator
-    from ale_roll.rollout.generator_engine import GeneratorEngine
 
     stack = agent_stack
     engine = stack.scripted(stack.engine.policy)
 
     async def main() -> list[Any]:
         generator = BatchingGenerator(engine, timeout_s=60)
-        served = GeneratorEngine(generator, asyncio.get_running_loop())
-        server, port = serve(InferenceServicer(served, stack.tokenizer, default_max_tokens=4096))
+        servicer = InferenceServicer(generator.batcher, stack.tokenizer, default_max_tokens=4096)
+        server, port = serve(servicer)
         runner = _runner(stack, FlowAgent(), stack.host_proxy, stack.provider(), [find_task("csv-sales-rollup")])
         runner.inference_target = f"127.0.0.1:{port}"
         book = stack.host_proxy.proxy.book
@@ -211,7 +211,11 @@ def test_agent_calls_go_through_the_rollout_generator(agent_stack: Any) -> None:
                 await asyncio.sleep(0.5)
                 assert engine.log == []  # held by the pause
             trajs = [await first]
-            update = await asyncio.to_thread(served.update_weights, {}, 9)
+            client = InferenceClient(f"127.0.0.1:{port}", timeout_s=60)
+            try:  # through the service: Pause, UpdateWeights (loaded inside the batcher's pause), Resume
+                update = await asyncio.to_thread(client.update_weights, {}, 9)
+            finally:
+                client.close()
             trajs.append(await runner.run(seed=0, initial_state_id="state-g", episode_id="ep-gen2"))
         finally:
             server.stop(grace=None)

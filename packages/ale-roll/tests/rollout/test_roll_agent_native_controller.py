@@ -149,7 +149,7 @@ def test_controller_trains_on_agent_native_episodes(agent_stack: Any, tmp_path: 
             context = list(turn.prompt_ids or context) + turn.completion_ids + turn.observation_ids
         labels = {"ale.episode": traj.metadata["proxy_episode"]}
         assert Sandbox.list(client=stack.cluster.client(), labels=labels) == []  # deleted after the episode
-    # The agents' calls went through the rollout's generator (the served GeneratorEngine).
+    # The agents' calls went through the rollout's generator (the service serves its batcher).
     assert ctl.generator.tokens == sum(len(g.token_ids) for g in engine.scripted.log) > 0
     # Held-out evaluation ran agent episodes too: on the eval task, before training and with the final weights.
     assert summary["start"]["eval/success_untrained"] == 1.0 and summary["final"]["eval/success"] == 1.0

@@ -141,11 +141,10 @@ def test_every_inference_engine_implements_the_whole_protocol() -> None:
     from ale_roll.engines.hf_engine import HFInferenceEngine
     from ale_roll.engines.inference_client import InferenceClient
     from ale_roll.engines.vllm_engine import VLLMInferenceEngine
-    from ale_roll.rollout.generator_engine import GeneratorEngine
 
     members = {n for n, _ in inspect.getmembers(InferenceEngine) if not n.startswith("_")}
     assert {"generate", "update_weights", "max_model_len", "close"} <= members
-    engines: list[type] = [HFInferenceEngine, VLLMInferenceEngine, InferenceClient, GeneratorEngine]
+    engines: list[type] = [HFInferenceEngine, VLLMInferenceEngine, InferenceClient]
     try:
         from ale_roll.cluster.proxies import RemoteInferenceEngine
 

@@ -1,9 +1,15 @@
-"""Continuous micro-batching in front of one InferenceEngine (used by the InferenceService).
+"""The one batching layer in front of an InferenceEngine: continuous batching, pause/resume.
 
-Requests from many concurrent RPCs are queued; one driver thread gathers them (a short window
-after the first arrives, at most ``max_batch``) and calls ``engine.generate`` once per group of
-compatible requests. While the engine runs, new requests queue up and go out together in the next
-call, so under load the engine always sees full batches.
+Every generation request of a process goes through one :class:`MicroBatcher`: the
+InferenceService's ``Generate`` streams and ``GenerateBatch`` calls from any client, and the
+in-process callers (the rollout's episodes through :class:`~ale_roll.rollout.generation.BatchingGenerator`,
+which is a thin asyncio view of the same object). One driver thread calls ``engine.generate``;
+there is no other queue, thread or event loop between a request and the engine.
+
+Continuous batching: when the engine is idle a request goes out at once (``window_s`` 0, the
+default; a positive window makes an idle batcher wait that long for company). Requests that
+arrive while a call runs queue up and go out together in the next call as soon as it returns, so
+under load the engine always sees full batches without a fixed window.
 
 Which requests share a call:
 - equal sampling parameters except ``max_tokens``: the call runs to the largest ``max_tokens`` of the
@@ -12,19 +18,31 @@ Which requests share a call:
   is split (each request alone always fits: ``max_tokens`` is clamped on admission);
 - a request with a ``seed`` runs alone: the seed promises the same output every time, and on
   batch-sampling engines (HF) the output would depend on who else shares the batch.
+
+Pause/resume (weight sync): :meth:`MicroBatcher.pause` waits for the running call to finish and
+holds every queued and new request until :meth:`MicroBatcher.resume`; a request held longer than
+``pause_timeout_s`` fails with :class:`BatcherPaused` (a clear error, not a hang). Pauses nest
+(each ``pause`` needs its ``resume``), so the trainer's sync and an RPC ``Pause`` can overlap.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
 from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams
 from ale_roll.types import StopReason
+
+
+class BatcherPaused(TimeoutError):
+    """A request waited longer than ``pause_timeout_s`` while the batcher was paused (a weight sync)."""
 
 
 @dataclass(eq=False)  # compared by identity: list.remove must not compare prompts field by field
@@ -33,8 +51,26 @@ class _Item:
     prompt: list[int]
     params: SamplingParams
     key: object
+    queued_at: float = field(default_factory=time.monotonic)
     future: Future[Generation] = field(default_factory=Future)
     state: str = "queued"  # queued -> running -> done
+    abort_sent: bool = False
+
+
+@dataclass
+class BatcherStats:
+    """The batcher's own counters (for tests, metrics and the benchmark)."""
+
+    engine_calls: int = 0
+    requests: int = 0
+    """Requests that reached the engine."""
+    batch_sizes: Counter[int] = field(default_factory=Counter)
+    """How many engine calls had each batch size."""
+    busy_s: float = 0.0
+    """Seconds spent inside ``engine.generate``."""
+    tokens: int = 0
+    """Generated tokens returned (after cutting back to each request's ``max_tokens``)."""
+    paused_timeouts: int = 0
 
 
 def _group_key(params: SamplingParams, rid: str) -> object:
@@ -47,18 +83,30 @@ def _group_key(params: SamplingParams, rid: str) -> object:
 class MicroBatcher:
     """Gathers concurrent requests into few ``engine.generate`` calls; thread-safe."""
 
-    def __init__(self, engine: InferenceEngine, *, max_model_len: int = 0, window_s: float = 0.002,
-                 max_batch: int = 256) -> None:
+    def __init__(self, engine: InferenceEngine, *, max_model_len: int = 0, window_s: float = 0.0,
+                 max_batch: int = 256, pause_timeout_s: float = 60.0) -> None:
         self.engine, self.max_model_len = engine, max_model_len
-        self.window_s, self.max_batch = window_s, max_batch
-        self.engine_calls = 0
-        """How many ``engine.generate`` calls were made (for tests and metrics)."""
+        self.window_s, self.max_batch, self.pause_timeout_s = window_s, max_batch, pause_timeout_s
+        self.stats = BatcherStats()
         self._cond = threading.Condition()
         self._pending: list[_Item] = []
         self._items: dict[str, _Item] = {}
+        self._running = 0  # requests inside the current engine call
+        self._pauses = 0
+        self._paused_since = 0.0
         self._closed = False
+        self._ids = 0
         self._thread = threading.Thread(target=self._drive, name="ale-microbatcher", daemon=True)
         self._thread.start()
+
+    @property
+    def engine_calls(self) -> int:
+        """How many ``engine.generate`` calls were made."""
+        return self.stats.engine_calls
+
+    @property
+    def policy_version(self) -> int:
+        return self.engine.policy_version
 
     def clamp(self, prompt_len: int, max_tokens: int) -> int:
         """``max_tokens`` cut to what the model's context leaves after the prompt (ValueError if none)."""
@@ -69,9 +117,15 @@ class MicroBatcher:
             raise ValueError(f"the prompt has {prompt_len} tokens; the model's context is {self.max_model_len}")
         return min(max_tokens, room)
 
-    def submit(self, prompt: Sequence[int], params: SamplingParams, request_id: str) -> Future[Generation]:
+    def new_id(self) -> str:
+        """A request id unique within this batcher (cheaper than a uuid per request)."""
+        with self._cond:
+            self._ids += 1
+            return f"b{id(self):x}-{self._ids}"
+
+    def submit(self, prompt: Sequence[int], params: SamplingParams, request_id: str | None = None) -> Future[Generation]:
         """Queue one request; the future resolves to its Generation (``StopReason.ABORTED`` if aborted)."""
-        return self.submit_many([prompt], [params], [request_id])[0]
+        return self.submit_many([prompt], [params], [request_id or self.new_id()])[0]
 
     def submit_many(self, prompts: Sequence[Sequence[int]], params: Sequence[SamplingParams],
                     request_ids: Sequence[str]) -> list[Future[Generation]]:
@@ -99,24 +153,73 @@ class MicroBatcher:
         """Submit many requests at once and wait for all of them."""
         return [f.result(timeout=timeout_s) for f in self.submit_many(prompts, params, request_ids)]
 
+    async def agenerate(self, prompt: Sequence[int], params: SamplingParams, request_id: str | None = None) -> Generation:
+        """One request from an event loop: the driver thread resolves it straight onto the loop."""
+        return await asyncio.wrap_future(self.submit(prompt, params, request_id))
+
     def running(self) -> list[str]:
         """Ids of every queued or running request."""
         with self._cond:
             return list(self._items)
 
     def abort(self, request_id: str) -> bool:
-        """Abort a queued request (resolved at once, no tokens) or a running one (via the engine)."""
+        """Abort a queued request (resolved at once, no tokens) or a running one (via the engine, once)."""
         with self._cond:
             item = self._items.get(request_id)
-            if item is None:
+            if item is None or item.abort_sent:
                 return False
             if item.state == "queued":
                 self._pending.remove(item)
                 del self._items[request_id]
                 item.state = "done"
-                item.future.set_result(Generation(request_id, [], [], StopReason.ABORTED, self.engine.policy_version, item.prompt))
+                _resolve(item.future, Generation(request_id, [], [], StopReason.ABORTED, self.engine.policy_version,
+                                                 item.prompt))
                 return True
+            item.abort_sent = True
         return bool(self.engine.abort(request_id))
+
+    # -- pause / resume ----------------------------------------------------------------------------
+
+    @property
+    def is_paused(self) -> bool:
+        with self._cond:
+            return self._pauses > 0
+
+    def pause(self, timeout_s: float | None = None) -> int:
+        """Hold new engine calls and wait for the running one; returns how many requests it waited for.
+
+        Raises TimeoutError (and undoes this pause) when the running call outlasts ``timeout_s``.
+        """
+        with self._cond:
+            if self._pauses == 0:
+                self._paused_since = time.monotonic()
+            self._pauses += 1
+            waited = self._running
+            if not self._cond.wait_for(lambda: self._running == 0, timeout_s):
+                self._resume_locked()
+                raise TimeoutError(f"{self._running} running requests did not finish within {timeout_s}s")
+            return waited
+
+    def resume(self) -> bool:
+        """Undo one :meth:`pause`; returns whether that released the batcher (False: still paused, or was not)."""
+        with self._cond:
+            return self._resume_locked()
+
+    def _resume_locked(self) -> bool:
+        if self._pauses == 0:
+            return False
+        self._pauses -= 1
+        self._cond.notify_all()
+        return self._pauses == 0
+
+    @contextlib.contextmanager
+    def paused(self, timeout_s: float | None = None) -> Iterator[None]:
+        """``with batcher.paused():`` nothing generates inside the block (running calls finished first)."""
+        self.pause(timeout_s)
+        try:
+            yield
+        finally:
+            self.resume()
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Abort everything queued or running and stop the driver thread."""
@@ -129,26 +232,40 @@ class MicroBatcher:
 
     # -- the driver thread -------------------------------------------------------------------------
 
+    def _expire_paused_locked(self) -> float | None:
+        """Fail the requests held longer than ``pause_timeout_s``; seconds until the next would expire."""
+        now, nxt = time.monotonic(), None
+        for item in list(self._pending):
+            deadline = max(item.queued_at, self._paused_since) + self.pause_timeout_s
+            if deadline <= now:
+                self._pending.remove(item)
+                del self._items[item.request_id]
+                item.state = "done"
+                self.stats.paused_timeouts += 1
+                _resolve(item.future, error=BatcherPaused(
+                    f"request {item.request_id} waited {self.pause_timeout_s}s while generation was paused "
+                    "(a weight sync) and was not started"))
+            else:
+                nxt = deadline - now if nxt is None else min(nxt, deadline - now)
+        return nxt
+
     def _next_batch(self) -> list[_Item] | None:
         with self._cond:
-            # Continuous batching: only a fresh burst waits for its window; requests that queued
-            # while the engine was busy go out at once.
-            fresh = not self._pending
             while True:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
+                while (not self._pending or self._pauses) and not self._closed:
+                    self._cond.wait(self._expire_paused_locked() if self._pauses and self._pending else None)
                 if self._closed:
                     return None
-                deadline = time.monotonic() + self.window_s
-                while fresh and len(self._pending) < self.max_batch and not self._closed:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
-                if self._pending:  # else all of it was aborted during the window: wait again
-                    break
-            if self._closed:
-                return None
+                if self.window_s > 0 and len(self._pending) < self.max_batch:
+                    # An idle batcher's only wait: a positive window lets a fresh burst gather.
+                    deadline = time.monotonic() + self.window_s
+                    while len(self._pending) < self.max_batch and not self._closed and not self._pauses:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            break
+                        self._cond.wait(left)
+                if self._pending and not self._pauses and not self._closed:
+                    break  # else aborted during the window, or paused meanwhile: wait again
             key = self._pending[0].key
             batch: list[_Item] = []
             longest = most = 0
@@ -163,6 +280,7 @@ class MicroBatcher:
             for item in batch:
                 item.state = "running"
             self._pending = [i for i in self._pending if i.state == "queued"]
+            self._running = len(batch)
             return batch
 
     def _drive(self) -> None:
@@ -170,18 +288,28 @@ class MicroBatcher:
             batch = self._next_batch()
             if batch is None:
                 return
-            self._run(batch)
+            try:
+                self._run(batch)
+            finally:
+                with self._cond:
+                    self._running = 0
+                    self._cond.notify_all()  # a pause() waiting for this call
 
     def _run(self, batch: list[_Item]) -> None:
         most = max(i.params.max_tokens for i in batch)
         params = dataclasses.replace(batch[0].params, max_tokens=most)
+        t0 = time.perf_counter()
         try:
-            self.engine_calls += 1
+            self.stats.engine_calls += 1
+            self.stats.requests += len(batch)
+            self.stats.batch_sizes[len(batch)] += 1
             gens = self.engine.generate([i.prompt for i in batch], params, [i.request_id for i in batch])
         except BaseException as e:  # noqa: BLE001 - every waiter must hear about the failure
             self._finish(batch, None, e)
             return
-        self._finish(batch, [_cut(g, i.params.max_tokens) for g, i in zip(gens, batch)], None)
+        finally:
+            self.stats.busy_s += time.perf_counter() - t0
+        self._finish(batch, [_cut(g, i.params.max_tokens) for g, i in zip(gens, batch, strict=True)], None)
 
     def _finish(self, batch: list[_Item], gens: list[Generation] | None, error: BaseException | None) -> None:
         with self._cond:
@@ -190,9 +318,20 @@ class MicroBatcher:
                 item.state = "done"
         for n, item in enumerate(batch):
             if gens is not None:
-                item.future.set_result(gens[n])
+                self.stats.tokens += len(gens[n].token_ids)
+                _resolve(item.future, gens[n])
             else:
-                item.future.set_exception(error or RuntimeError("generation failed"))
+                _resolve(item.future, error=error or RuntimeError("generation failed"))
+
+
+def _resolve(fut: Future[Generation], result: Generation | None = None, error: BaseException | None = None) -> None:
+    # A waiter may have cancelled its future (an asyncio caller's timeout): nothing to tell it then.
+    with contextlib.suppress(InvalidStateError):
+        if error is not None:
+            fut.set_exception(error)
+        else:
+            assert result is not None
+            fut.set_result(result)
 
 
 def _cut(gen: Generation, max_tokens: int) -> Generation:

@@ -4,7 +4,9 @@
 timeout); the server batches it together with whatever else is in flight.
 
 Because it implements :class:`~ale_roll.engines.base.InferenceEngine`, a :class:`WeightSync` can push
-to a remote engine exactly as to a local one.
+to a remote engine exactly as to a local one. ``update_weights`` wraps the transfer in the service's
+``Pause``/``Resume`` (as vLLM's RL weight update does): generations other clients have running finish
+on the old weights, and theirs and everyone's new requests wait for the new ones.
 """
 
 from __future__ import annotations
@@ -97,7 +99,25 @@ class InferenceClient:
                                metadata=self.metadata)
         return resp.aborted > 0
 
+    def pause(self, drain_timeout_s: float = 0.0) -> int:
+        """Hold the service's generation (running requests finish first); returns how many it waited for."""
+        resp = self.stub.Pause(inference_pb2.PauseRequest(drain_timeout_s=drain_timeout_s), timeout=self.timeout_s,
+                               metadata=self.metadata)
+        return int(resp.drained)
+
+    def resume(self) -> bool:
+        """Release what :meth:`pause` held; False when the service was not paused."""
+        resp = self.stub.Resume(inference_pb2.ResumeRequest(), timeout=self.timeout_s, metadata=self.metadata)
+        return bool(resp.resumed)
+
     def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
+        self.pause()
+        try:
+            return self._update_weights(weights, version)
+        finally:
+            self.resume()
+
+    def _update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
         if not isinstance(weights, Mapping):
             header = inference_pb2.WeightUpdateHeader(policy_version=version, checkpoint_path=str(weights))
             resp = self.stub.UpdateWeights(iter([inference_pb2.UpdateWeightsRequest(header=header)]),

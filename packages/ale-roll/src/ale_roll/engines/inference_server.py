@@ -6,9 +6,16 @@ bytes in stream order and refuses the update (INVALID_ARGUMENT) when it differs 
 
 Concurrency: every ``Generate`` stream and every ``GenerateBatch`` call goes through one
 :class:`~ale_roll.engines.batcher.MicroBatcher`, which gathers concurrent requests into few
-``engine.generate`` calls (continuous micro-batching). ``max_tokens`` is clamped to what the model's
-context leaves after the prompt, so a client asking for more (the ModelProxy passes large values)
-never makes a small model run past its positions.
+``engine.generate`` calls (continuous batching). The servicer owns one over the engine it is given,
+or serves a batcher it is handed — the trainer's rollout batcher in agent-native mode
+(``InferenceServicer(generator.batcher, tokenizer)``), so the agents' calls and the in-process
+episodes share one queue. ``max_tokens`` is clamped to what the model's context leaves after the
+prompt, so a client asking for more (the ModelProxy passes large values) never makes a small model
+run past its positions.
+
+``Pause``/``Resume`` hold the batcher around a weight sync (running calls finish first; held
+requests fail with UNAVAILABLE after ``pause_timeout_s``); ``UpdateWeights`` also loads inside a
+pause, so a sender that skips ``Pause`` still never races a generation.
 
 ``Generate`` answers with one final message even when ``stream`` is set: the engines complete a
 request before returning it (token ids are authoritative either way).
@@ -21,10 +28,11 @@ before the stop string. Generation itself runs on to ``max_tokens`` or a stop to
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import threading
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -37,7 +45,7 @@ from ale_proto.errors import abort, make_error
 from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
 
 from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams, WeightSyncError
-from ale_roll.engines.batcher import MicroBatcher
+from ale_roll.engines.batcher import BatcherPaused, MicroBatcher
 from ale_roll.types import StopReason
 
 SERVICE_NAME = "ale.v1.InferenceService"
@@ -84,24 +92,42 @@ def stop_at_strings(token_ids: list[int], stops: list[str], decode: Any) -> tupl
 class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
     """Serves one engine (and its tokenizer, for templating, detokenizing and stop strings).
 
-    ``max_model_len`` 0 takes the engine's own context length when it exposes one.
-    ``batch_window_s`` / ``max_batch`` tune the micro-batching (see :mod:`ale_roll.engines.batcher`).
+    ``engine`` is an InferenceEngine (the servicer batches in front of it) or a
+    :class:`~ale_roll.engines.batcher.MicroBatcher` to share (its owner closes it; its own
+    ``max_model_len`` is used). ``max_model_len`` 0 takes the engine's own context length when it
+    exposes one. ``batch_window_s`` / ``max_batch`` / ``pause_timeout_s`` tune an owned batcher
+    (see :mod:`ale_roll.engines.batcher`).
     """
 
-    def __init__(self, engine: InferenceEngine, tokenizer: Any, *, model_name: str = "ale-policy",
+    def __init__(self, engine: InferenceEngine | MicroBatcher, tokenizer: Any, *, model_name: str = "ale-policy",
                  backend: str = "", max_model_len: int = 0, token: str | None = None,
-                 default_max_tokens: int = 256, batch_window_s: float = 0.002, max_batch: int = 256) -> None:
-        self.engine, self.tokenizer, self.model_name = engine, tokenizer, model_name
-        self.backend = backend or type(engine).__name__.removesuffix("InferenceEngine").lower()
-        self.max_model_len = max_model_len or engine.max_model_len
+                 default_max_tokens: int = 256, batch_window_s: float = 0.0, max_batch: int = 256,
+                 pause_timeout_s: float = 60.0) -> None:
+        self.own_batcher = not isinstance(engine, MicroBatcher)
+        if isinstance(engine, MicroBatcher):
+            self.batcher, self.engine = engine, engine.engine
+            self.max_model_len = max_model_len or engine.max_model_len
+        else:
+            self.engine = engine
+            self.max_model_len = max_model_len or engine.max_model_len
+            self.batcher = MicroBatcher(engine, max_model_len=self.max_model_len, window_s=batch_window_s,
+                                        max_batch=max_batch, pause_timeout_s=pause_timeout_s)
+        self.tokenizer, self.model_name = tokenizer, model_name
+        self.backend = backend or type(self.engine).__name__.removesuffix("InferenceEngine").lower()
         self.token, self.default_max_tokens = token, default_max_tokens
         self._params_cache: dict[bytes, SamplingParams] = {}
-        self.batcher = MicroBatcher(engine, max_model_len=self.max_model_len, window_s=batch_window_s,
-                                    max_batch=max_batch)
+        self._pause_lock = threading.Lock()
+        self._rpc_paused = False  # one Pause RPC holds the batcher until Resume (Pause is idempotent)
 
     def close(self) -> None:
-        """Abort whatever is queued or running and stop the batching thread."""
-        self.batcher.close()
+        """Abort whatever is queued or running and stop the batching thread (an owned batcher only;
+        a shared one loses this servicer's hold, if any)."""
+        with self._pause_lock:
+            if self._rpc_paused:
+                self.batcher.resume()
+                self._rpc_paused = False
+        if self.own_batcher:
+            self.batcher.close()
 
     def _auth(self, context: Any) -> None:
         if self.token is None:
@@ -124,10 +150,20 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
         prompt = list(request.prompt_token_ids)
         params = self._params(request.sampling)
         try:
-            self.batcher.clamp(len(prompt), params.max_tokens)
+            max_tokens = self._clamp(len(prompt), params.max_tokens)
         except ValueError as e:
             abort(context, make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, str(e), f"{field}prompt_token_ids"))
-        return request.request_id or uuid.uuid4().hex, prompt, params
+        if max_tokens != params.max_tokens:  # (a shared batcher may not clamp: its context may be unset)
+            params = dataclasses.replace(params, max_tokens=max_tokens)
+        return request.request_id or self.batcher.new_id(), prompt, params
+
+    def _clamp(self, prompt_len: int, max_tokens: int) -> int:
+        if not self.max_model_len:
+            return max_tokens
+        room = self.max_model_len - prompt_len
+        if room <= 0:
+            raise ValueError(f"the prompt has {prompt_len} tokens; the model's context is {self.max_model_len}")
+        return min(max_tokens, room)
 
     def _params(self, sampling: Any) -> SamplingParams:
         # A batch's requests usually share one sampling message: convert each distinct one once.
@@ -179,6 +215,9 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
     def _result(self, fut: Any, context: Any) -> Generation:
         try:
             return fut.result()  # type: ignore[no-any-return]
+        except BatcherPaused as e:  # held past the pause timeout: the client may retry later
+            abort(context, make_error(common_pb2.ERROR_CODE_UNAVAILABLE, str(e)))
+            raise
         except Exception as e:  # the engine failed: tell the client why instead of UNKNOWN
             abort(context, make_error(common_pb2.ERROR_CODE_INTERNAL, f"generation failed: {e!r}"))
             raise
@@ -228,13 +267,35 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
         if header.abort_running:
             self.Abort(inference_pb2.AbortRequest(), context)
         try:
-            update = self.engine.update_weights(source, int(header.policy_version))
+            with self.batcher.paused():  # running calls finish on the old weights; new ones wait
+                update = self.engine.update_weights(source, int(header.policy_version))
         except (WeightSyncError, KeyError, RuntimeError) as e:
             abort(context, make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, f"weights not loaded: {e}"))
         return inference_pb2.UpdateWeightsResponse(
             policy_version=update.version, sha256=sha.hexdigest() if not header.checkpoint_path else update.fingerprint,
             tensors=update.num_tensors, load_s=time.perf_counter() - t0,
         )
+
+    def Pause(self, request: Any, context: Any) -> Any:
+        self._auth(context)
+        with self._pause_lock:
+            if self._rpc_paused:
+                return inference_pb2.PauseResponse(drained=0, newly_paused=False)
+            try:
+                drained = self.batcher.pause(request.drain_timeout_s or None)
+            except TimeoutError as e:
+                abort(context, make_error(common_pb2.ERROR_CODE_DEADLINE_EXCEEDED, f"not paused: {e}",
+                                          "drain_timeout_s"))
+            self._rpc_paused = True
+        return inference_pb2.PauseResponse(drained=drained, newly_paused=True)
+
+    def Resume(self, request: Any, context: Any) -> Any:
+        self._auth(context)
+        with self._pause_lock:
+            was, self._rpc_paused = self._rpc_paused, False
+            if was:
+                self.batcher.resume()
+        return inference_pb2.ResumeResponse(resumed=was)
 
     def GetModelInfo(self, request: Any, context: Any) -> Any:
         self._auth(context)

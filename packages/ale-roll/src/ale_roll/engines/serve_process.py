@@ -42,8 +42,9 @@ class InferenceServeConfig(BaseModel):
     """Context length; 0 takes the model's ``max_position_embeddings``."""
     default_max_tokens: int = 256
     """``max_tokens`` for requests that leave it 0."""
-    batch_window_ms: float = 2.0
-    """How long a fresh burst of requests waits for company before going to the engine."""
+    batch_window_ms: float = 0.0
+    """How long an idle batcher waits for company before calling the engine; 0 (continuous
+    batching): at once, and what arrives meanwhile goes out together in the next call."""
     max_batch: int = 256
     """Most requests in one engine call."""
     token: str | None = None

@@ -8,8 +8,8 @@
 
 What runs where (``rollout.mode=agent_native``):
 
-- the **InferenceService** is served by the trainer's process over ``GeneratorEngine(generator, loop)``,
-  so the agents' model calls share the rollout's micro-batcher and are held during a weight sync;
+- the **InferenceService** is served by the trainer's process over the rollout's own batcher
+  (``generator.batcher``), so the agents' model calls share its queue and are held during a weight sync;
 - the **ModelProxy** is ``agent.proxy_address``, or one started in this process;
 - **sandboxes** come from the ale-rock Admin at ``agent.sandbox_address``;
 - the **agent** is ale-flow's loop in this process (``kind: flow``) or a command inside the sandbox
@@ -119,13 +119,13 @@ def build_agent_stack(cfg: RunConfig, generator: BatchingGenerator, tokenizer: A
                       params: SamplingParams, reward_fn: RewardFn) -> AgentNativeStack:
     """Serve ``generator`` as the InferenceService, start or join the ModelProxy, build both runners.
 
-    Call it on ``loop`` (the rollout's running event loop): the served engine hands requests to it.
+    The service feeds ``generator.batcher`` directly (a thread-safe queue), so ``loop`` is not used
+    any more; it stays in the signature for callers.
     """
     from ale_rock.envs.sandbox import SdkProvider
     from ale_rock.sdk.model_proxy import ModelProxyClient
 
     from ale_roll.engines.inference_server import InferenceServicer, serve
-    from ale_roll.rollout.generator_engine import GeneratorEngine
 
     a = cfg.agent
     tasks = load_tasks(cfg, a.tasks, "agent.tasks")
@@ -134,7 +134,7 @@ def build_agent_stack(cfg: RunConfig, generator: BatchingGenerator, tokenizer: A
     assert a.sandbox_address is not None  # RunConfig checks it in agent-native mode
     provider = SdkProvider(a.sandbox_address, a.sandbox_api_key or None, image=a.sandbox_image, allow=tuple(a.allow))
 
-    servicer = InferenceServicer(GeneratorEngine(generator, loop), tokenizer, model_name=a.model_name,
+    servicer = InferenceServicer(generator.batcher, tokenizer, model_name=a.model_name,
                                  backend="rollout", default_max_tokens=cfg.rollout.max_new_tokens)
     server, port = serve(servicer, f"{a.serve_host}:0")
     own_proxy = proxy_client = None
