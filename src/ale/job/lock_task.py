@@ -12,29 +12,10 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-SCRIPT = r'''
-import os, sys
-state = "/workspace/.lock"
-code = open(os.path.join(state, "code")).read().split()
-max_turns = int(open(os.path.join(state, "max_turns")).read())
-log = os.path.join(state, "guesses")
-done = os.path.exists(os.path.join(state, "opened"))
-turns = len(open(log).read().splitlines()) if os.path.exists(log) else 0
-if done or turns >= max_turns:
-    print("closed: no guesses left" if not done else "open")
-    sys.exit(2)
-guess = [a for a in " ".join(sys.argv[1:]).replace(",", " ").split() if a]
-with open(log, "a") as f:
-    f.write(" ".join(guess) + "\n")
-if len(guess) != len(code) or not all(g.isdigit() and len(g) == 1 for g in guess):
-    print("invalid: answer with %d digits separated by spaces" % len(code))
-    sys.exit(1)
-if guess == code:
-    open(os.path.join(state, "opened"), "w").close()
-    print("open")
-    sys.exit(0)
-print(" ".join("correct" if g == c else ("higher" if int(g) < int(c) else "lower") for g, c in zip(guess, code)))
-'''
+from ale_rock.tasks.lock_family import SCRIPT as LOCK_SCRIPT
+
+# The lock script is the Harbor lock family's (one copy): its state is `.lock/` beside it.
+SCRIPT = LOCK_SCRIPT
 
 PROMPT = ("Open the lock. It has 3 digits, each 0-9, and you have {max_turns} guesses. Run "
           "`python3 /workspace/lock.py D D D` with your guess; every digit answers higher, lower or correct.")
