@@ -156,3 +156,80 @@ def test_generation_has_a_timeout_and_aborts_the_request() -> None:
 
     asyncio.run(go())
     assert len(engine.aborted) == 1
+
+
+class CountingGenerator:
+    """A deterministic policy (the guess is a function of the context), one request per prompt."""
+
+    policy_version = 4
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tok, self.singles = tokenizer, 0
+        self.fail_call = 0
+        """The n-th request (1-based) fails; 0: none."""
+
+    def _one(self, prompt: list[int]) -> Generation:
+        ids = self.tok.encode(str(1 + (sum(prompt) * 7 + len(prompt)) % 20), add_special_tokens=False)
+        return Generation("r", ids, [-0.5] * len(ids), "stop", self.policy_version)
+
+    async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Generation:
+        self.singles += 1
+        if self.singles == self.fail_call:
+            raise ConnectionError("inference server went away")
+        return self._one(prompt_ids)
+
+
+class CountingBatchGenerator(CountingGenerator):
+    """The same policy taking many prompts per request; counts the requests' sizes."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer)
+        self.calls: list[int] = []
+
+    async def generate_many(self, prompts: Any, params: SamplingParams) -> list[Generation]:
+        self.calls.append(len(prompts))
+        return [self._one(p) for p in prompts]
+
+
+def test_run_batch_plays_like_run_in_lock_step(model_dir: Path) -> None:
+    """Many in-process episodes in lock-step: one generation per turn for all, the same trajectories as
+    one `run` each; an env dying or a failed request ends only its own episode."""
+    from ale_roll.rollout.episode import EpisodeSpec
+
+    tok = load_tokenizer(model_dir)
+    fmt = ChatFormat(tok, observation_template="{observation} :")
+    DiesMidEpisode.failed = set()
+
+    def runner(gen: Any) -> EpisodeRunner:
+        return EpisodeRunner(lambda: DiesMidEpisode(rock_envs.make("game:GuessTheNumber-v0"), {3}), gen, fmt,
+                             SamplingParams(max_tokens=1), max_turns=5, env_threads=False)
+
+    specs = [EpisodeSpec(seed, f"s{seed}", f"g{seed // 4}", f"e{seed}") for seed in range(8)]
+    many, single = CountingBatchGenerator(tok), CountingGenerator(tok)
+    batched_runner, single_runner = runner(many), runner(single)
+    got = asyncio.run(batched_runner.run_batch(specs))
+    DiesMidEpisode.failed = set()
+    want = asyncio.run(single_runner.run_batch(specs))  # fallback: one `run` each, concurrent `generate`s
+
+    assert isinstance(got[3], rock_envs.SandboxLost) and isinstance(want[3], rock_envs.SandboxLost)
+    assert many.calls and many.calls[0] == 8 and many.calls == sorted(many.calls, reverse=True)
+    assert len(many.calls) <= 5 and single.singles == sum(many.calls)
+    for spec, a, b in zip(specs, got, want, strict=True):
+        if spec.seed == 3:
+            continue
+        assert not isinstance(a, BaseException) and not isinstance(b, BaseException)
+        assert a.to_dict() == b.to_dict()
+        assert (a.episode_id, a.group_id, a.initial_state_id, a.policy_version) == (spec.episode_id, spec.group_id,
+                                                                                    spec.initial_state_id, 4)
+        assert is_prefix_consistent(a) and a.reward == a.metadata["env_reward"]
+    times, want_times = batched_runner.times.take(), single_runner.times.take()
+    assert times["rollout/episodes"] == want_times["rollout/episodes"] == 7
+    assert times["rollout/tokens"] == want_times["rollout/tokens"]  # the dead episode's turns count in both
+
+    # A request that fails ends its episode only (the 6th of the first turn: seed 5's).
+    flaky = CountingGenerator(tok)
+    flaky.fail_call = 6
+    DiesMidEpisode.failed = set()
+    out = asyncio.run(runner(flaky).run_batch(specs))
+    assert isinstance(out[5], ConnectionError)
+    assert sum(isinstance(t, BaseException) for t in out) == 2  # seed 3's env and seed 5's request

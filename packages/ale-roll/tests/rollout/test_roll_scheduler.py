@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from ale_roll.algorithms.filtering import EnvironmentNoiseFilter
 from ale_roll.buffer.sample_buffer import BufferConfig, FrontierEntry, SampleBuffer
-from ale_roll.rollout.scheduler import RolloutScheduler
+from ale_roll.rollout.scheduler import BatchEpisodeFn, EpisodeFn, RolloutScheduler
 from ale_roll.types import Trajectory, Turn
 
 
@@ -18,7 +20,19 @@ def _traj(entry: FrontierEntry, version: int) -> Trajectory:
                       policy_version=version)
 
 
-async def _train(async_ratio: int, group_size: int = 1, steps: int = 6, batch: int = 8, start_version: int = 0) -> dict:
+def _batched(episode: EpisodeFn, calls: list[int] | None = None) -> BatchEpisodeFn:
+    """A `batch_fn` that plays its entries together (what `EpisodeRunner.run_batch` does for the scheduler)."""
+
+    async def play(entries: Sequence[FrontierEntry]) -> list[Any]:
+        if calls is not None:
+            calls.append(len(entries))
+        return list(await asyncio.gather(*(episode(e) for e in entries), return_exceptions=True))
+
+    return play
+
+
+async def _train(async_ratio: int, group_size: int = 1, steps: int = 6, batch: int = 8, start_version: int = 0,
+                 batched: bool = False) -> dict:
     """Long-tailed fake episodes (logic test); a trainer loop consuming batches and bumping versions."""
     buffer = SampleBuffer(BufferConfig(async_ratio=async_ratio, group_size=group_size), version=start_version)
     rng = random.Random(0)
@@ -30,8 +44,10 @@ async def _train(async_ratio: int, group_size: int = 1, steps: int = 6, batch: i
         await asyncio.sleep(0.001 * rng.lognormvariate(0, 1.2))
         return _traj(entry, version)
 
+    calls: list[int] = []
     sched = RolloutScheduler(buffer, episode, batch_size=batch, group_size=group_size, episodes_in_flight=16,
-                             async_ratio=async_ratio, seed_of=lambda k: 100 + k)
+                             async_ratio=async_ratio, seed_of=lambda k: 100 + k,
+                             batch_fn=_batched(episode, calls) if batched else None)
     task = asyncio.create_task(sched.run())
     staleness = []
     states: list[str] = []
@@ -44,12 +60,14 @@ async def _train(async_ratio: int, group_size: int = 1, steps: int = 6, batch: i
         sched.wake()
     sched.stop()
     await asyncio.wait_for(task, 10)
-    return {"staleness": staleness, "issued_at": issued_at, "buffer": buffer, "states": states, "sched": sched}
+    return {"staleness": staleness, "issued_at": issued_at, "buffer": buffer, "states": states, "sched": sched,
+            "calls": calls}
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["per-episode", "batched"])
 @pytest.mark.parametrize("ratio", [0, 1, 2])
-def test_staleness_bound_is_enforced_by_the_scheduler(ratio: int) -> None:
-    out = asyncio.run(_train(ratio))
+def test_staleness_bound_is_enforced_by_the_scheduler(ratio: int, batched: bool) -> None:
+    out = asyncio.run(_train(ratio, batched=batched))
     assert out["staleness"] and max(out["staleness"]) <= ratio
     buffer = out["buffer"]
     # The gate: an episode starting at version v is at most the ((v + η + 1)·B + lost)-th issued.
@@ -58,6 +76,8 @@ def test_staleness_bound_is_enforced_by_the_scheduler(ratio: int) -> None:
         assert issued <= (version + ratio + 1) * 8 + lost
     if ratio == 0:
         assert set(out["staleness"]) == {0} and lost == 0  # synchronous training, same code
+    if batched and ratio == 0:  # synchronous: each step's episodes start together, as one batch
+        assert out["calls"][:6] == [8] * 6
 
 
 @pytest.mark.parametrize("ratio", [0, 1])
@@ -86,7 +106,8 @@ def test_groups_stay_whole_and_states_are_not_repeated() -> None:
         assert states.count(k) == 4
 
 
-def test_a_failing_episode_is_resampled_from_the_same_state_and_never_crashes() -> None:
+@pytest.mark.parametrize("batched", [False, True], ids=["per-episode", "batched"])
+def test_a_failing_episode_is_resampled_from_the_same_state_and_never_crashes(batched: bool) -> None:
     buffer = SampleBuffer(BufferConfig(async_ratio=1))
     attempts: dict[str, int] = {}
 
@@ -101,7 +122,8 @@ def test_a_failing_episode_is_resampled_from_the_same_state_and_never_crashes() 
 
     async def go() -> list[Trajectory]:
         sched = RolloutScheduler(buffer, episode, batch_size=8, episodes_in_flight=8, async_ratio=1,
-                                 filters=[EnvironmentNoiseFilter()], retry_backoff_s=0.0)
+                                 filters=[EnvironmentNoiseFilter()], retry_backoff_s=0.0,
+                                 batch_fn=_batched(episode) if batched else None)
         task = asyncio.create_task(sched.run())
         batch = await buffer.aget_batch(8, timeout=30)
         sched.stop()
@@ -117,7 +139,9 @@ def test_a_failing_episode_is_resampled_from_the_same_state_and_never_crashes() 
     assert len(by_state) == 8
 
 
-def test_an_initial_state_given_up_on_is_abandoned_and_counted() -> None:
+@pytest.mark.parametrize("max_attempts", [1, 2])
+@pytest.mark.parametrize("batched", [False, True], ids=["per-episode", "batched"])
+def test_an_initial_state_given_up_on_is_abandoned_and_counted(batched: bool, max_attempts: int) -> None:
     buffer = SampleBuffer(BufferConfig(async_ratio=0))
 
     async def episode(entry: FrontierEntry) -> Trajectory:
@@ -126,7 +150,9 @@ def test_an_initial_state_given_up_on_is_abandoned_and_counted() -> None:
         return _traj(entry, buffer.version)
 
     async def go() -> list[Trajectory]:
-        sched = RolloutScheduler(buffer, episode, batch_size=4, episodes_in_flight=4, async_ratio=0, max_attempts=2)
+        sched = RolloutScheduler(buffer, episode, batch_size=4, episodes_in_flight=4, async_ratio=0,
+                                 max_attempts=max_attempts, retry_backoff_s=0.01,
+                                 batch_fn=_batched(episode) if batched else None)
         task = asyncio.create_task(sched.run())
         batch = await buffer.aget_batch(4, timeout=30)  # the lost episode is replaced by a new state
         sched.stop()
@@ -136,3 +162,31 @@ def test_an_initial_state_given_up_on_is_abandoned_and_counted() -> None:
     batch = asyncio.run(go())
     assert "state-2" not in {t.initial_state_id for t in batch}
     assert buffer.dropped["exhausted"] == 1
+
+
+def test_a_batch_counts_each_episode_in_flight_and_a_stop_leaves_them_in_the_frontier() -> None:
+    buffer = SampleBuffer(BufferConfig(async_ratio=0, group_size=4))
+    started = asyncio.Event()
+
+    async def never(entries: Sequence[FrontierEntry]) -> list[Any]:
+        started.set()
+        await asyncio.Event().wait()  # a batch still generating when rollout stops
+        raise AssertionError("unreachable")
+
+    async def episode(entry: FrontierEntry) -> Trajectory:
+        raise AssertionError("the batch path plays first attempts")
+
+    async def go() -> RolloutScheduler:
+        sched = RolloutScheduler(buffer, episode, batch_size=8, group_size=4, episodes_in_flight=12, async_ratio=0,
+                                 batch_fn=never)
+        task = asyncio.create_task(sched.run())
+        await asyncio.wait_for(started.wait(), 10)
+        assert sched.in_flight == 8  # one task, eight episodes: the capacity gate counts episodes
+        sched.stop()
+        await asyncio.wait_for(task, 10)
+        assert sched.in_flight == 0
+        return sched
+
+    asyncio.run(go())
+    assert buffer.metrics()["buffer/in_flight"] == 8  # cancelled, not lost: a resume re-runs them
+    assert [e.group_id for e in buffer.reissue_frontier()] == ["g0"] * 4 + ["g1"] * 4

@@ -47,7 +47,7 @@ from ale_roll.rollout import (
     RolloutScheduler,
     load_reward_fn,
 )
-from ale_roll.rollout.episode import EpisodeTimes, RewardFn
+from ale_roll.rollout.episode import EpisodeSpec, EpisodeTimes, RewardFn
 from ale_roll.rollout.replay import load_trajectories
 from ale_roll.rollout.resampler import ChunkResampler
 from ale_roll.trainer.resources import ResourceManager
@@ -135,6 +135,8 @@ class Controller:
             rs = cfg.algorithm.resampling
             experts = load_trajectories(cfg.resolve(str(rs.expert_data)), self.env_factory, self.fmt)
             self.resampler = ChunkResampler(rs, experts, seed=cfg.seed)
+        if isinstance(self.runner, EpisodeRunner) and self.runner.batchable and self.resampler is None:
+            self.scheduler.batch_fn = self._episodes  # in-process envs: a wake-up's episodes play together
         self.on_step = on_step
         self.step = 0
         self.resumed = False
@@ -152,6 +154,11 @@ class Controller:
                                              group_id=entry.group_id, episode_id=entry.episode_id)
         return await self.runner.run(seed=entry.seed, initial_state_id=entry.initial_state_id,
                                      group_id=entry.group_id, episode_id=entry.episode_id)
+
+    async def _episodes(self, entries: Any) -> Any:
+        assert isinstance(self.runner, EpisodeRunner)
+        return await self.runner.run_batch([EpisodeSpec(e.seed, e.initial_state_id, e.group_id, e.episode_id)
+                                            for e in entries])
 
     @contextlib.asynccontextmanager
     async def rollout_services(self) -> AsyncIterator[None]:
