@@ -233,3 +233,44 @@ def test_run_batch_plays_like_run_in_lock_step(model_dir: Path) -> None:
     out = asyncio.run(runner(flaky).run_batch(specs))
     assert isinstance(out[5], ConnectionError)
     assert sum(isinstance(t, BaseException) for t in out) == 2  # seed 3's env and seed 5's request
+
+
+class EchoEngine:
+    """Answers every prompt with its last token + 1; records the size of every engine call."""
+
+    policy_version = 0
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.calls: list[int] = []
+        self.aborted: list[str] = []
+        self.delay_s = delay_s
+
+    def generate(self, prompts: Any, params: SamplingParams, request_ids: Any = None) -> list[Generation]:
+        self.calls.append(len(prompts))
+        time.sleep(self.delay_s)
+        return [Generation(r, [p[-1] + 1], [-0.1], "stop", 0, list(p)) for r, p in zip(request_ids, prompts, strict=True)]
+
+    def abort(self, request_id: str) -> bool:
+        self.aborted.append(request_id)
+        return True
+
+
+def test_generate_many_is_one_engine_call_and_has_a_timeout() -> None:
+    engine, slow = EchoEngine(), EchoEngine(delay_s=0.2)
+    gen = BatchingGenerator(engine, max_batch=64)  # type: ignore[arg-type]
+    slow_gen = BatchingGenerator(slow, timeout_s=0.05)  # type: ignore[arg-type]
+
+    async def go() -> list[Generation]:
+        try:
+            out = await gen.generate_many([[k, k] for k in range(40)], SamplingParams(max_tokens=1))
+            with pytest.raises(GenerationTimeout):
+                await slow_gen.generate_many([[1], [2]], SamplingParams(max_tokens=1))
+            return out
+        finally:
+            await gen.close()
+            await slow_gen.close()
+
+    out = asyncio.run(go())
+    assert [g.token_ids for g in out] == [[k + 1] for k in range(40)]  # in order, each its own prompt's
+    assert engine.calls == [40]  # queued together: no request went out alone ahead of the rest
+    assert len(slow.aborted) == 2

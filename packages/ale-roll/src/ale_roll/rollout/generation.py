@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
@@ -91,6 +92,44 @@ class BatchingGenerator:
         finally:
             timer.cancel()
 
+    async def generate_many(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Generation]:
+        """Many completions as one request (`EpisodeRunner.run_batch`: a synchronous step's episodes): queued
+        together, so they share engine calls (``max_batch`` each), and the loop is woken once when the
+        last is done instead of a future, a timer and a thread switch per prompt. Fails as a whole."""
+        if not prompts:
+            return []
+        loop = asyncio.get_running_loop()
+        ids = [self.batcher.new_id() for _ in prompts]
+        out: asyncio.Future[None] = loop.create_future()
+        futures = self.batcher.submit_many(prompts, [params] * len(prompts), ids)
+        left, lock = [len(futures)], threading.Lock()
+
+        def one_done(_: Future[Generation]) -> None:
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                _call_soon(loop, _finish_many, out, None)
+
+        for f in futures:
+            f.add_done_callback(one_done)
+        timer = loop.call_later(self.timeout_s, _finish_many, out,
+                                GenerationTimeout(f"{len(ids)} generations exceeded {self.timeout_s}s"))
+        try:
+            await out
+        finally:
+            timer.cancel()
+            for rid, f in zip(ids, futures, strict=True):
+                if not f.done():  # timed out or cancelled: nobody waits for these any more
+                    self.batcher.abort(rid)
+        gens = []
+        for f in futures:
+            exc = f.exception()
+            if exc is not None:
+                raise GenerationTimeout(str(exc)) if isinstance(exc, BatcherPaused) else exc
+            gens.append(f.result())
+        return gens
+
     def _expire(self, rid: str, out: asyncio.Future[Generation]) -> None:
         if not out.done():
             out.set_exception(GenerationTimeout(f"generation {rid} exceeded {self.timeout_s}s"))
@@ -112,6 +151,14 @@ class BatchingGenerator:
     async def close(self) -> None:
         """Abort what is queued or running and stop the batcher's driver thread."""
         await asyncio.to_thread(self.batcher.close)
+
+
+def _finish_many(out: asyncio.Future[None], error: BaseException | None) -> None:
+    if not out.done():  # the last result and the timeout race: the first one counts
+        if error is None:
+            out.set_result(None)
+        else:
+            out.set_exception(error)
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
