@@ -25,3 +25,22 @@ def test_cached_encodings_are_not_shared_lists() -> None:
     first = fmt.observation("lower")
     first.append(99)  # a caller extending its context must not corrupt the cache
     assert fmt.observation("lower") == first[:-1]
+
+
+def test_action_texts_are_decoded_once_per_completion() -> None:
+    tok = word_tokenizer(["7", "lower", ":"])
+    calls: list[list[int]] = []
+    decode = tok.decode
+
+    def counting(ids: list[int], **kw: object) -> str:
+        calls.append(list(ids))
+        return decode(ids, **kw)  # type: ignore[arg-type]
+
+    tok.decode = counting  # type: ignore[method-assign]
+    fmt = ChatFormat(tok)
+    seven = tok.convert_tokens_to_ids(["7"]) + [tok.eos_token_id]
+    assert [fmt.action_text(seven) for _ in range(3)] == ["7"] * 3  # EOS dropped, as before
+    assert calls == [seven]
+    long = tok.convert_tokens_to_ids(["lower"]) * 40  # long completions are decoded every time (not kept)
+    assert fmt.action_text(long) == fmt.action_text(long) == " ".join(["lower"] * 40)
+    assert len(calls) == 3
