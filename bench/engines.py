@@ -20,7 +20,11 @@ Each section runs in its own subprocess (DeepSpeed and vLLM both set up process-
   :class:`~ale_roll.rollout.generation.BatchingGenerator` (the rollout's path, the same
   ``MicroBatcher`` the service runs). ``service_singles_vs_engine`` divides the same service figure
   by one in-process ``engine.generate`` call holding all 64 prompts (no batcher at all: the floor
-  no per-request path reaches on a 1-token request).
+  no per-request path reaches on a 1-token request). ``service_rpc_floor_vs_inprocess``: the same 64
+  clients each making one no-op unary call (``GetModelInfo``) per request, over the in-process
+  figure: the ceiling of any one-RPC-per-request path in Python gRPC here, batcher or not.
+  ``service_unary_singles_vs_inprocess``: the 64 single calls sent as unary RPCs instead
+  (``GenerateBatch`` holding one request), for clients that need no stream.
 - ``service_batch_vs_inprocess``: the requests sent through ``InferenceClient.generate`` (one
   ``GenerateBatch`` call: what a remote rollout sends) over that one ``engine.generate`` call, for 64,
   128 and 256 requests (the worst of the three); ``service_streams_vs_inprocess`` the same for
@@ -232,6 +236,14 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         req = inference_pb2.GenerateRequest(prompt_token_ids=prompt, sampling=sp)
         return sum(len(m.token_ids) for m in client.stub.Generate(req, timeout=300))
 
+    def unary(prompt: list[int]) -> int:  # a single call as a unary RPC: GenerateBatch of one request
+        req = inference_pb2.GenerateBatchRequest(requests=[inference_pb2.GenerateRequest(prompt_token_ids=prompt, sampling=sp)])
+        return sum(len(r.token_ids) for r in client.stub.GenerateBatch(req, timeout=300).results)
+
+    def no_op(_: list[int]) -> int:  # the cheapest RPC the service has: what one call costs in gRPC alone
+        client.stub.GetModelInfo(inference_pb2.GetModelInfoRequest(), timeout=300)
+        return 1
+
     async def singles_inprocess(k: int) -> int:
         gens = await asyncio.gather(*(generator.generate(p, params) for p in prompts(k)))
         return sum(len(g.token_ids) for g in gens)
@@ -240,7 +252,9 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         "engine": lambda k: sum(len(g.token_ids) for g in local.generate(prompts(k), params)),
         "inprocess_singles": lambda k: loop.run_until_complete(singles_inprocess(k)),
         "streams": lambda k: sum(pool.map(one, prompts(k))),
+        "unary": lambda k: sum(pool.map(unary, prompts(k))),
         "batch": lambda k: sum(len(g.token_ids) for g in client.generate(prompts(k), params)),
+        "rpc_floor": lambda k: sum(pool.map(no_op, prompts(k))),
     }
     best = {w: dict.fromkeys(SERVICE_SIZES, 0.0) for w in ways}
     try:
@@ -263,10 +277,15 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
     return {
         "service_vs_inprocess": streams[head] / inproc[head],
         "service_singles_vs_engine": streams[head] / engine[head],
+        "service_unary_singles_vs_inprocess": best["unary"][head] / inproc[head],
+        # The same 64 clients each making one no-op unary call (GetModelInfo): the most any
+        # one-RPC-per-request path can reach on this machine, whatever the batcher does.
+        "service_rpc_floor_vs_inprocess": best["rpc_floor"][head] / inproc[head],
         "service_streams_vs_inprocess": min(streams[n] / engine[n] for n in SERVICE_SIZES),
         "service_batch_vs_inprocess": min(batch[n] / engine[n] for n in SERVICE_SIZES),
         "service_detail": {n: {"engine_one_call_tokens_per_s": engine[n], "inprocess_singles_tokens_per_s": inproc[n],
-                               "generate_streams_tokens_per_s": streams[n], "generate_batch_tokens_per_s": batch[n]}
+                               "generate_streams_tokens_per_s": streams[n], "generate_batch_tokens_per_s": batch[n],
+                               "unary_singles_tokens_per_s": best["unary"][n], "no_op_rpcs_per_s": best["rpc_floor"][n]}
                            for n in SERVICE_SIZES},
         "service_setup": "tiny random-init Qwen2, HF engine, 1-token greedy requests, 1 intra-op thread on both sides; "
                          "server in its own process; service_vs_inprocess = 64 concurrent single Generate calls "
@@ -309,6 +328,7 @@ def main() -> None:
             p.error(f"unknown section {section!r}; choose from {SECTIONS}")
         result |= _run_section(section, args)
     for key in ("deepspeed_vs_torch", "vllm_vs_hf", "sync_vs_copy", "service_vs_inprocess", "service_singles_vs_engine",
+                "service_unary_singles_vs_inprocess", "service_rpc_floor_vs_inprocess",
                 "service_batch_vs_inprocess", "service_streams_vs_inprocess"):
         val = result.get(key)
         print(f"{key:>20}: {val:.3f}" if isinstance(val, float) else f"{key:>20}: {val}", file=sys.stderr)
