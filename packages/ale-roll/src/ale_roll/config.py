@@ -40,7 +40,7 @@ class ModelConfig(_Section):
     tiny: TinyModelConfig | None = None
     """Build a random-init model of this shape into `<output_dir>/init_model` (when `path` is unset)."""
     word_vocab: list[str] | None = None
-    """With `tiny`: replace the BPE tokenizer by a word-level one over these words (one token per word)."""
+    """With `tiny`: replace the BPE tokenizer by a word-level one over these words (one token per word; an entry with spaces or punctuation, such as a tool call's JSON frame, is one token too)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Parameter dtype (float32 on CPU)."""
 

@@ -18,16 +18,26 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 def word_tokenizer(words: list[str]) -> Any:
-    """A word-level transformers tokenizer: ChatML specials (ids 0–2), `[UNK]`, then `words`."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    """A word-level transformers tokenizer: ChatML specials (ids 0–2), `[UNK]`, then `words`.
+
+    An entry that the pre-tokenizer would split (spaces, or word and punctuation characters mixed:
+    `<tool_call>`, `{"name": "shell", "arguments": {"command": "python3 lock.py`) is one token too,
+    matched in the text before splitting: a fixed frame such as a tool call's JSON costs a model a
+    few tokens, and the choices inside it (the arguments' words) stay one token each. Decoding joins
+    tokens with a space, which JSON and the proxy's tool-call parser accept."""
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     vocab: dict[str, int] = {}
     for w in [*SPECIAL_TOKENS, "[UNK]", *words]:
         vocab.setdefault(w, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    pre = pre_tokenizers.Whitespace()
+    tok.pre_tokenizer = pre
     tok.add_special_tokens(SPECIAL_TOKENS)
+    # Entries the pre-tokenizer would split: added tokens keep their vocabulary id and match first.
+    phrases = [w for w in words if len(pre.pre_tokenize_str(w)) != 1 and w not in SPECIAL_TOKENS]
+    tok.add_tokens([AddedToken(w, normalized=False) for w in phrases])
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                    unk_token="[UNK]", clean_up_tokenization_spaces=False)
 
