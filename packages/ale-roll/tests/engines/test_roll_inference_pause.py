@@ -206,3 +206,16 @@ def test_update_weights_through_the_client_loads_inside_a_pause(svc, tiny_model_
         client.close()
     assert update.version == engine.policy_version and engine.paused_during_update[-1] is True
     assert not servicer.batcher.is_paused  # resumed after the load
+
+
+def test_a_pause_nobody_resumes_lapses(svc, prompt_ids):
+    _, servicer, stub, _ = svc
+    servicer.max_pause_s = 0.3
+    try:
+        assert stub.Pause(inference_pb2.PauseRequest(), timeout=30).newly_paused
+        assert servicer.batcher.is_paused
+        _wait(lambda: not servicer.batcher.is_paused, "the pause never lapsed", timeout_s=10)
+        assert len(_call(stub, prompt_ids, "after-lapse").token_ids) == 3
+        assert not stub.Resume(inference_pb2.ResumeRequest(), timeout=30).resumed  # already lifted
+    finally:
+        servicer.max_pause_s = 600.0

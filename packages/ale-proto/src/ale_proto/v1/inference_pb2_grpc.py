@@ -141,7 +141,8 @@ class InferenceServiceServicer:
     def Pause(self, request, context):
         """Pause generation (around a weight sync): running generations finish first, then queued and
         new requests wait until Resume; one held longer than the server's pause timeout fails with
-        UNAVAILABLE. Idempotent: a second Pause before Resume changes nothing.
+        UNAVAILABLE. Idempotent: a second Pause before Resume changes nothing. A pause nobody resumes
+        lapses after the server's limit (a sender that died mid-sync must not hold every client).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -96,13 +96,14 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
     :class:`~ale_roll.engines.batcher.MicroBatcher` to share (its owner closes it; its own
     ``max_model_len`` is used). ``max_model_len`` 0 takes the engine's own context length when it
     exposes one. ``batch_window_s`` / ``max_batch`` / ``pause_timeout_s`` tune an owned batcher
-    (see :mod:`ale_roll.engines.batcher`).
+    (see :mod:`ale_roll.engines.batcher`). A ``Pause`` nobody resumes lapses after ``max_pause_s``
+    (a sender that died mid-sync must not wedge every other client).
     """
 
     def __init__(self, engine: InferenceEngine | MicroBatcher, tokenizer: Any, *, model_name: str = "ale-policy",
                  backend: str = "", max_model_len: int = 0, token: str | None = None,
                  default_max_tokens: int = 256, batch_window_s: float = 0.0, max_batch: int = 256,
-                 pause_timeout_s: float = 60.0) -> None:
+                 pause_timeout_s: float = 60.0, max_pause_s: float = 600.0) -> None:
         self.own_batcher = not isinstance(engine, MicroBatcher)
         if isinstance(engine, MicroBatcher):
             self.batcher, self.engine = engine, engine.engine
@@ -118,14 +119,13 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
         self._params_cache: dict[bytes, SamplingParams] = {}
         self._pause_lock = threading.Lock()
         self._rpc_paused = False  # one Pause RPC holds the batcher until Resume (Pause is idempotent)
+        self.max_pause_s = max_pause_s
+        self._lapse: threading.Timer | None = None
 
     def close(self) -> None:
         """Abort whatever is queued or running and stop the batching thread (an owned batcher only;
         a shared one loses this servicer's hold, if any)."""
-        with self._pause_lock:
-            if self._rpc_paused:
-                self.batcher.resume()
-                self._rpc_paused = False
+        self._release()
         if self.own_batcher:
             self.batcher.close()
 
@@ -287,15 +287,25 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
                 abort(context, make_error(common_pb2.ERROR_CODE_DEADLINE_EXCEEDED, f"not paused: {e}",
                                           "drain_timeout_s"))
             self._rpc_paused = True
+            self._lapse = threading.Timer(self.max_pause_s, self._release)
+            self._lapse.daemon = True
+            self._lapse.start()
         return inference_pb2.PauseResponse(drained=drained, newly_paused=True)
 
     def Resume(self, request: Any, context: Any) -> Any:
         self._auth(context)
+        return inference_pb2.ResumeResponse(resumed=self._release())
+
+    def _release(self) -> bool:
+        """Undo the RPC pause (Resume, its lapse, or close); False when there was none."""
         with self._pause_lock:
             was, self._rpc_paused = self._rpc_paused, False
+            if self._lapse is not None:
+                self._lapse.cancel()
+                self._lapse = None
             if was:
                 self.batcher.resume()
-        return inference_pb2.ResumeResponse(resumed=was)
+        return was
 
     def GetModelInfo(self, request: Any, context: Any) -> Any:
         self._auth(context)
