@@ -425,9 +425,41 @@ def threads_config(out: Path, threads: int, completions: int, iterations: int) -
     })
 
 
-def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 4) -> dict[str, Any]:
-    """Median step time with 1 and 2 torch threads, alternating runs in this process (a shared
-    machine's load then hits both alike); the first step of each run (warm-up) is left out."""
+_PHASES = {"step": "time/step_s", "rollout": "time/wait_batch_s", "generate": "time/generate_s",
+           "train": "time/train_s", "sync": "time/sync_s"}
+
+
+def _loop_cpu(out: Path, policy: Any, completions: int, iterations: int, rounds: int) -> dict[str, float]:
+    """CPU time of the event-loop thread per step (median; 1 torch thread), batched episodes vs one asyncio
+    task per episode (`batch_fn` off: the path before), alternating. CPU time, unlike wall time,
+    hardly moves with other processes' load: it is the per-episode overhead that threads cannot touch."""
+    import torch
+    from ale_roll.trainer.controller import Controller
+
+    torch.set_num_threads(1)
+    cpu: dict[str, list[float]] = {"batched": [], "per_episode": []}
+    for _ in range(rounds):
+        for mode in cpu:
+            marks: list[float] = []
+            ctl = Controller(threads_config(out, 1, completions, iterations), policy=policy,
+                             on_step=lambda _s, _m, rec=marks: rec.append(time.thread_time()))  # type: ignore[misc]
+            if mode == "per_episode":
+                ctl.scheduler.batch_fn = None
+            ctl.run()
+            cpu[mode] += [b - a for a, b in zip(marks, marks[1:], strict=False)]
+    med = {k: statistics.median(v) * 1000 for k, v in cpu.items()}
+    return {**{k: round(v, 2) for k, v in med.items()}, "batched_vs_per_episode": round(med["batched"] / med["per_episode"], 3)}
+
+
+def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 6) -> dict[str, Any]:
+    """Step time with 1 and 2 torch threads on the issue's workload (a real synchronous step: tiny
+    model, single-turn dataset task, `completions` per step, async ratio 0).
+
+    Runs alternate 1, 2, 1, 2, … (`rounds` of each, one Controller per run, the first step of a run
+    left out as warm-up) so drift and other processes' load hit both alike; medians per thread count,
+    and the median of each round's own 2-vs-1 ratio (pairs measured back to back). Phases: `rollout`
+    (waiting for the batch: env + generation + the loop's per-episode work), `generate` (the engine
+    busy), `train`, `sync`; `rollout_minus_generate` is the Python time that threads cannot speed up."""
     import os
     import tempfile
 
@@ -435,27 +467,42 @@ def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 4) 
     from ale_roll.trainer.controller import Controller
     from ale_roll.trainer.setup import build_policy
 
+    load_before = os.getloadavg()
     out = Path(tempfile.mkdtemp(prefix="ale-threads-"))
     (out / "bench_threads_task.py").write_text(_THREADS_TASK)
     (out / "train.jsonl").write_text("".join(
         json.dumps({"prompt": f"say {w}", "answer": w}) + "\n" for w in ["yes", "no", "maybe"] * 11))
     policy = build_policy(threads_config(out, 1, completions, iterations))
-    steps: dict[int, list[float]] = {1: [], 2: []}
-    gen: dict[int, list[float]] = {1: [], 2: []}
+    phases: dict[int, dict[str, list[float]]] = {t: {k: [] for k in _PHASES} for t in (1, 2)}
+    pairs: list[float] = []
+    t0 = time.perf_counter()
     for _ in range(rounds):
+        round_median: dict[int, float] = {}
         for threads in (1, 2):
             records: list[dict[str, Any]] = []
             torch.set_num_threads(threads)
             Controller(threads_config(out, threads, completions, iterations), policy=policy,
                        on_step=lambda _s, m, rec=records: rec.append(m)).run()  # type: ignore[misc]
-            steps[threads] += [float(m["time/step_s"]) for m in records[1:]]
-            gen[threads] += [float(m["time/generate_s"]) for m in records[1:]]
-    med = {t: statistics.median(v) for t, v in steps.items()}
-    return {"completions_per_step": completions, "step_s_1_thread": round(med[1], 4),
-            "step_s_2_threads": round(med[2], 4), "two_vs_one_threads": round(med[2] / med[1], 3),
-            "generate_s_1_thread": round(statistics.median(gen[1]), 4),
-            "generate_s_2_threads": round(statistics.median(gen[2]), 4),
-            "goal_two_vs_one": 0.8, "load": os.getloadavg()}
+            for name, key in _PHASES.items():
+                phases[threads][name] += [float(m[key]) for m in records[1:]]
+            round_median[threads] = statistics.median(float(m["time/step_s"]) for m in records[1:])
+        pairs.append(round_median[2] / round_median[1])
+    loop_cpu = _loop_cpu(out, policy, completions, iterations, max(1, rounds // 2))
+    torch.set_num_threads(1)
+    med = {t: {k: statistics.median(v) for k, v in p.items()} for t, p in phases.items()}
+    for t in med:
+        med[t]["rollout_minus_generate"] = med[t]["rollout"] - med[t]["generate"]
+    return {"completions_per_step": completions, "rounds": rounds, "steps_per_run": iterations - 1,
+            "step_s_1_thread": round(med[1]["step"], 4), "step_s_2_threads": round(med[2]["step"], 4),
+            "two_vs_one_threads": round(med[2]["step"] / med[1]["step"], 3),
+            "two_vs_one_paired_median": round(statistics.median(pairs), 3),
+            "two_vs_one_per_round": [round(x, 3) for x in pairs],
+            "generate_s_1_thread": round(med[1]["generate"], 4), "generate_s_2_threads": round(med[2]["generate"], 4),
+            "phases_s": {f"{t}_thread{'s' if t > 1 else ''}": {k: round(v, 4) for k, v in m.items()}
+                         for t, m in med.items()},
+            "loop_cpu_ms_per_step": loop_cpu,
+            "goal_two_vs_one": 0.8, "seconds": round(time.perf_counter() - t0, 1), "cpus": os.cpu_count(),
+            "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -470,8 +517,42 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--no-baseline", action="store_true", help="skip the before-this-round CLI agent")
     p.add_argument("--threads-completions", type=int, default=256,
                    help="completions per step of the 1-vs-2 torch threads section (0: skip)")
+    p.add_argument("--threads-rounds", type=int, default=6, help="runs per thread count, alternating 1, 2, 1, 2, ...")
+    p.add_argument("--threads-steps", type=int, default=6, help="steps per run (the first is warm-up, left out)")
+    p.add_argument("--sections", default="sim,threads,agent",
+                   help="comma-separated: sim (sync vs async scheduling), threads (1 vs 2 torch threads), "
+                        "agent (agent-native episodes through the stack)")
     args = p.parse_args(argv)
-    w = Workload(**{k: getattr(args, k) for k in Workload().__dict__})
+    sections = set(args.sections.split(","))
+    if unknown := sections - {"sim", "threads", "agent"}:
+        p.error(f"unknown sections: {sorted(unknown)}")
+    result: dict[str, Any] = {}
+    if "sim" in sections:
+        result.update(scheduling(Workload(**{k: getattr(args, k) for k in Workload().__dict__})))
+    if "threads" in sections and args.threads_completions > 0:
+        result["torch_threads"] = torch_threads(args.threads_completions, args.threads_steps, args.threads_rounds)
+        result["two_vs_one_threads"] = result["torch_threads"]["two_vs_one_threads"]
+    if "agent" in sections and args.agent_episodes > 0:
+        an = agent_native(args.agent_episodes, args.agent_concurrency, args.agent_task, args.model_ms,
+                          not args.no_baseline)  # fmt: skip
+        for key in ("agent_native_episodes_per_s", "gem_episodes_per_s", "agent_native_episode_overhead_p50_ms",
+                    "agent_native_cli_episodes_per_s", "agent_native_cli_episode_overhead_p50_ms"):
+            if key in an:
+                result[key] = an[key]
+        result["agent_native"] = an
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(json.dumps(result, indent=2))
+        if "sync_s" in result:
+            print(f"\nsync {result['sync_s']:.2f}s | async η=1 {result['async_ratio_1_s']:.2f}s | async η=2 "
+                  f"{result['async_ratio_2_s']:.2f}s | speedup {result['speedup']}x of ideal {result['ideal_speedup']}x "
+                  f"({result['fraction_of_ideal']:.0%})")
+    return result
+
+
+def scheduling(w: Workload) -> dict[str, Any]:
+    """Sync vs the real scheduler at async ratio 1 and 2 on the simulated workload."""
     sync_s = asyncio.run(run_sync(w))
     a1 = asyncio.run(run_async(w, 1))
     a2 = asyncio.run(run_async(w, 2))
@@ -492,23 +573,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "max_staleness": {"ratio_1": a1["max_staleness"], "ratio_2": a2["max_staleness"]},
         "dropped": {"ratio_1": a1["dropped"], "ratio_2": a2["dropped"]},
     }
-    if args.threads_completions > 0:
-        result["torch_threads"] = torch_threads(args.threads_completions)
-        result["two_vs_one_threads"] = result["torch_threads"]["two_vs_one_threads"]
-    if args.agent_episodes > 0:
-        an = agent_native(args.agent_episodes, args.agent_concurrency, args.agent_task, args.model_ms,
-                          not args.no_baseline)  # fmt: skip
-        for key in ("agent_native_episodes_per_s", "gem_episodes_per_s", "agent_native_episode_overhead_p50_ms",
-                    "agent_native_cli_episodes_per_s", "agent_native_cli_episode_overhead_p50_ms"):
-            if key in an:
-                result[key] = an[key]
-        result["agent_native"] = an
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(json.dumps(result, indent=2))
-        print(f"\nsync {sync_s:.2f}s | async η=1 {a1['seconds']:.2f}s | async η=2 {a2['seconds']:.2f}s | "
-              f"speedup {result['speedup']}x of ideal {result['ideal_speedup']}x ({result['fraction_of_ideal']:.0%})")
     return result
 
 

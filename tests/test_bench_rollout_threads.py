@@ -1,0 +1,34 @@
+"""bench/rollout.py's torch-threads section, tiny: real synchronous steps through the Controller with 1
+and 2 torch threads alternating, and the event loop's CPU per step with batched vs per-episode rollout."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "rollout.py"
+
+
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_rollout", BENCH)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_rollout"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_thread_section_reports_both_thread_counts_from_real_steps() -> None:
+    out = _bench().torch_threads(completions=64, iterations=3, rounds=1)
+    assert out["completions_per_step"] == 64 and out["steps_per_run"] == 2
+    for key in ("1_thread", "2_threads"):
+        phases = out["phases_s"][key]
+        assert 0 < phases["generate"] <= phases["rollout"] <= phases["step"]
+        assert 0 < phases["train"] < phases["step"]
+    assert out["two_vs_one_threads"] == round(out["step_s_2_threads"] / out["step_s_1_thread"], 3)
+    assert len(out["two_vs_one_per_round"]) == 1
+    cpu = out["loop_cpu_ms_per_step"]
+    # The batched path does less on the event loop than one task and one request per episode.
+    assert 0 < cpu["batched"] < cpu["per_episode"]
