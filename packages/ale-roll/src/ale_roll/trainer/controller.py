@@ -228,9 +228,14 @@ class Controller:
         if isinstance(self.eval_runner, _NotStarted):  # its episodes would all "fail" quietly below
             await self.eval_runner.run()
         greedy = SamplingParams(max_tokens=self.cfg.rollout.max_new_tokens, temperature=0.0)
-        results = await asyncio.gather(*(
-            self.eval_runner.run(seed=self.cfg.env.eval_seed + i, initial_state_id=f"eval-{i}", params=greedy)
-            for i in range(n)), return_exceptions=True)
+        results: list[Any]
+        if isinstance(self.eval_runner, EpisodeRunner):  # in-process envs: lock-step batches (see run_batch)
+            results = await self.eval_runner.run_batch(
+                [EpisodeSpec(self.cfg.env.eval_seed + i, f"eval-{i}") for i in range(n)], greedy)
+        else:
+            results = list(await asyncio.gather(*(
+                self.eval_runner.run(seed=self.cfg.env.eval_seed + i, initial_state_id=f"eval-{i}", params=greedy)
+                for i in range(n)), return_exceptions=True))
         trajs = [t for t in results if not isinstance(t, BaseException)]
         return {"eval/success": sum(bool(t.metadata.get("success")) for t in trajs) / n,
                 "eval/reward": sum(t.reward for t in trajs) / n, "eval/errors": float(n - len(trajs))}
