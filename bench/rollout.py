@@ -1,7 +1,11 @@
 """Benchmark: synchronous batched rollout vs ale-roll's fine-grained async rollout.
 
-    python bench/rollout.py [--json] [--batches 8] [--batch-size 32] [--turns 4]
+    python bench/rollout.py [--json] [--sections sim,threads,agent] [--batches 8] [--batch-size 32] [--turns 4]
                             [--agent-episodes 12] [--agent-concurrency 2] [--agent-task ID] [--no-baseline]
+                            [--threads-completions 256] [--threads-rounds 6] [--threads-steps 6]
+
+Sections: ``sim`` (below), ``threads`` (a real synchronous step on CPU with 1 vs 2 torch threads,
+alternating; see `torch_threads`), ``agent`` (agent-native episodes, below).
 
 The workload (no model; costs simulated with asyncio sleeps, identical in every mode):
 - `batches × batch_size` episodes of `turns` turns each; episode k is initial state k;
