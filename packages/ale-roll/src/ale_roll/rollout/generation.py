@@ -23,12 +23,10 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams
 from ale_roll.engines.batcher import BatcherPaused, MicroBatcher
-
-_T = TypeVar("_T")
 
 
 class GenerationTimeout(TimeoutError):
@@ -143,10 +141,6 @@ class BatchingGenerator:
             yield
         finally:
             self.batcher.resume()
-
-    async def run_on_engine_thread(self, fn: Callable[..., _T], *args: Any) -> _T:
-        """Run ``fn(*args)`` off the event loop (e.g. a weight load inside :meth:`paused`)."""
-        return await asyncio.to_thread(fn, *args)
 
     async def close(self) -> None:
         """Abort what is queued or running and stop the batcher's driver thread."""
