@@ -219,3 +219,35 @@ def test_a_pause_nobody_resumes_lapses(svc, prompt_ids):
         assert not stub.Resume(inference_pb2.ResumeRequest(), timeout=30).resumed  # already lifted
     finally:
         servicer.max_pause_s = 600.0
+
+
+def test_a_sync_cancelled_while_draining_leaves_the_batcher_unpaused(svc, prompt_ids):
+    engine, _, _, _ = svc
+    engine.delay_s = 0.3
+
+    async def go() -> None:
+        gen = BatchingGenerator(engine, timeout_s=30)
+        try:
+            running = asyncio.ensure_future(gen.generate(prompt_ids, GREEDY))
+            await asyncio.to_thread(engine.started.wait, 30)
+
+            async def sync() -> None:
+                async with gen.paused():
+                    raise AssertionError("never entered: cancelled while the running call drains")
+
+            task = asyncio.ensure_future(sync())
+            await asyncio.sleep(0.05)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await running
+            for _ in range(200):  # the pause completes on its thread, then is undone
+                if not gen.batcher.is_paused:
+                    break
+                await asyncio.sleep(0.01)
+            assert not gen.batcher.is_paused
+            assert len((await gen.generate(prompt_ids, GREEDY)).token_ids) == 3
+        finally:
+            await gen.close()
+
+    asyncio.run(go())

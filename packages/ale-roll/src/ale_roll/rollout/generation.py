@@ -136,7 +136,13 @@ class BatchingGenerator:
     @contextlib.asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:
         """Hold generation (after the running engine call) for the duration of the block."""
-        await asyncio.to_thread(self.batcher.pause)
+        pausing = asyncio.ensure_future(asyncio.to_thread(self.batcher.pause))
+        try:
+            await asyncio.shield(pausing)
+        except asyncio.CancelledError:
+            # The pause still completes on its thread: undo it then, or the batcher stays held.
+            pausing.add_done_callback(lambda f: None if f.cancelled() or f.exception() else self.batcher.resume())
+            raise
         try:
             yield
         finally:
