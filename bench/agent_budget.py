@@ -10,15 +10,20 @@ two workloads, measured in the same run:
 - **baseline**: bench/rollout.py's agent-native headline workload (built-in task
   ``csv-sales-rollup``, a scripted model that answers once with no tool call), so a loaded run can be
   compared with that figure measured on a quiet machine;
+- **sandbox_only**: create → ``true`` → delete, nothing else: the ceiling of agent-native
+  episodes/s with a fresh sandbox per episode (each sandbox boots its own Python Rocklet);
 - **lock**: one instance of ``ale_rock.tasks.lock_family`` (Harbor layout: the Dockerfile's steps
   applied at setup, ``tests/test.sh`` writing ``reward.txt``), a scripted model that makes
   ``--guesses`` tool calls ``python3 lock.py d d d`` and then answers: the shape of one DigitLock
   episode of `ale up`'s agent-native job (5 model calls, 4 shell commands in the sandbox).
 
 The scripted model costs ~nothing, so the figures are the infrastructure's: episodes/s at each
-concurrency, wall and phases p50, and this process's CPU per episode (the agent loop, the proxy, the
-InferenceService; the Admin, the Worker and the sandboxes are other processes) — plus, meaningful on
-a quiet machine only, the whole machine's CPU per episode (``/proc/stat``).
+concurrency, wall and phases p50, and **the stack's CPU per episode**, which a loaded machine barely
+changes: this process (the agent loop, the ModelProxy, the InferenceService), the Admin and Worker
+processes (``/proc``) and every sandbox (the worker's cgroup parent, v1 ``cpuacct``; ``None``
+without it). ``lock_episodes_per_s_cpu_ceiling`` = cores / CPU per episode: what the machine could
+do with every core on episodes and no trainer. ``machine_cpu_ms_per_episode`` (``/proc/stat``,
+everything on the machine) is meaningful on a quiet machine only.
 
 ``budget`` turns the best lock rate into the 15-minute job's arithmetic: the RL episodes the GEM
 pipeline needed on DigitLock for RL's 95% interval to clear SFT's over 300 held-out locks (one seed,
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -74,12 +80,59 @@ def _machine_busy_s() -> float:
     return (sum(fields) - idle) / 100.0  # USER_HZ
 
 
+class StackCpu:
+    """CPU seconds the stack used, whatever else runs on the machine: this process (agent loop,
+    ModelProxy, InferenceService), the Admin and Worker processes, and every sandbox (the worker's
+    cgroup parent: cpuacct counts a removed sandbox group's usage in its parent)."""
+
+    def __init__(self, pids: list[int], sandbox_group: Path | None) -> None:
+        self.pids, self.group = pids, sandbox_group
+
+    @staticmethod
+    def _proc_s(pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / 100.0  # utime + stime, USER_HZ
+
+    def sandbox_s(self) -> float | None:
+        if self.group is None or not (self.group / "cpuacct.usage").is_file():
+            return None
+        return int((self.group / "cpuacct.usage").read_text()) / 1e9
+
+    def host_s(self) -> float:
+        return time.process_time() + sum(self._proc_s(p) for p in self.pids)
+
+
+def _sandbox_group(cluster: Any) -> Path | None:
+    """The worker's sandbox cgroup parent in the v1 cpuacct hierarchy (None without cgroups v1)."""
+    import hashlib
+
+    wid = next(iter(cluster.worker_pids()))
+    state = cluster.worker_state_dir(wid).resolve()
+    group = Path("/sys/fs/cgroup/cpuacct") / ("ale-" + hashlib.sha256(str(state).encode()).hexdigest()[:10])
+    return group if group.is_dir() else None
+
+
+_CPU: StackCpu | None = None
+
+
 def _measure(label: str, n: int, concurrency: int, one: Any) -> dict[str, Any]:
     cpu0, busy0 = time.process_time(), _machine_busy_s()
+    host0 = _CPU.host_s() if _CPU else 0.0
+    box0 = _CPU.sandbox_s() if _CPU else None
     res: dict[str, Any] = _r._episodes(label, n, concurrency, one)
     ok = max(1, n - int(res["errors"]))
     res["process_cpu_ms_per_episode"] = round((time.process_time() - cpu0) * 1000 / ok, 1)
     res["machine_cpu_ms_per_episode"] = round((_machine_busy_s() - busy0) * 1000 / ok, 1)
+    if _CPU is not None:
+        host = (_CPU.host_s() - host0) * 1000 / ok
+        box1 = _CPU.sandbox_s()
+        sandbox = (box1 - box0) * 1000 / ok if box0 is not None and box1 is not None else None
+        res["stack_cpu_ms_per_episode"] = {
+            "host": round(host, 1), "sandboxes": None if sandbox is None else round(sandbox, 1),
+            "total": None if sandbox is None else round(host + sandbox, 1)}  # fmt: skip
     res["load"] = [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
     return res
 
@@ -138,6 +191,9 @@ def run(n: int, concurrencies: list[int], guesses: int, baseline_n: int) -> dict
                     return str(sb.id)
 
             provider = SmallSandboxes(cluster.address, cluster.api_key())
+            global _CPU
+            admin = [cluster.admin.popen.pid] if cluster.admin is not None else []
+            _CPU = StackCpu([*admin, *cluster.worker_pids().values()], _sandbox_group(cluster))
 
             def episode(task: Any, tag: str) -> Any:
                 def one(k: int) -> Any:
@@ -149,6 +205,30 @@ def run(n: int, concurrencies: list[int], guesses: int, baseline_n: int) -> dict
 
             episode(lock, "warm")(0)  # imports, the first sandbox: not measured
             out["baseline"] = _measure("base", baseline_n, 1, episode(csv, "base"))
+
+            def bare(k: int) -> float:  # the ceiling: a fresh sandbox per episode and nothing else
+                t0 = time.perf_counter()
+                sid = provider.create({"ale.bench": "bare"})
+                try:
+                    provider.exec(sid, "true", 10)
+                finally:
+                    provider.delete(sid)
+                return time.perf_counter() - t0
+
+            out["sandbox_only"] = {}
+            for c in concurrencies:
+                from concurrent.futures import ThreadPoolExecutor
+
+                t0, host0, box0 = time.perf_counter(), _CPU.host_s(), _CPU.sandbox_s()
+                with ThreadPoolExecutor(c) as pool:
+                    walls = sorted(pool.map(bare, range(n)))
+                elapsed = time.perf_counter() - t0
+                box1 = _CPU.sandbox_s()
+                out["sandbox_only"][f"c{c}"] = {
+                    "sandboxes_per_s": round(n / elapsed, 2), "create_exec_delete_p50_ms": round(walls[n // 2] * 1000, 1),
+                    "host_cpu_ms_per_sandbox": round((_CPU.host_s() - host0) * 1000 / n, 1),
+                    "sandbox_cpu_ms_per_sandbox": None if box0 is None or box1 is None else round((box1 - box0) * 1000 / n, 1),
+                    "load": [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]}  # fmt: skip
             for c in concurrencies:
                 out["lock"][f"c{c}"] = _measure("lock", n, c, episode(lock, f"c{c}"))
             client.close()
@@ -156,6 +236,14 @@ def run(n: int, concurrencies: list[int], guesses: int, baseline_n: int) -> dict
         proxy.stop(0)
         server.stop(grace=None)
         shutil.rmtree(tmp_tasks, ignore_errors=True)
+    totals = [v["stack_cpu_ms_per_episode"]["total"] for v in out["lock"].values()
+              if (v.get("stack_cpu_ms_per_episode") or {}).get("total")]
+    if totals:
+        # Load-independent: CPU-seconds per episode; 2 cores busy with nothing else is the ceiling.
+        cores = len(os.sched_getaffinity(0))
+        out["lock_cpu_ms_per_episode"] = min(totals)
+        out["lock_episodes_per_s_cpu_ceiling"] = round(cores * 1000 / min(totals), 2)
+        out["cores"] = cores
     best = max(v["episodes_per_s"] for v in out["lock"].values())
     out["lock_episodes_per_s_best"] = best
     out["baseline_quiet_reference"] = {"episodes_per_s": 4.52, "overhead_p50_ms": 162.7,
@@ -166,6 +254,9 @@ def run(n: int, concurrencies: list[int], guesses: int, baseline_n: int) -> dict
     plan = {"rl_episodes": 3900, "eval_episodes": 900, "synthesis_episodes": 300, "fixed_s": 90.0}
     out["budget"] = budget(best, **plan)  # type: ignore[arg-type]
     out["budget_quiet_estimate"] = budget(out["lock_episodes_per_s_quiet_estimate"], **plan)  # type: ignore[arg-type]
+    if "lock_episodes_per_s_cpu_ceiling" in out:
+        # The most the machine could do with every core on episodes and no trainer: an upper bound.
+        out["budget_cpu_ceiling"] = budget(out["lock_episodes_per_s_cpu_ceiling"], **plan)  # type: ignore[arg-type]
     return out
 
 

@@ -39,5 +39,7 @@ def test_lock_episodes_run_their_tool_calls_in_sandboxes() -> None:
     assert lock["calls_per_episode"] == 3.0  # two guesses as tool calls, then the answer
     assert set(lock["phase_p50_ms"]) == {"setup", "open", "agent", "close", "records", "verify", "delete"}
     assert out["baseline"]["errors"] == 0 and out["baseline"]["calls_per_episode"] == 1.0
+    assert out["sandbox_only"]["c1"]["sandboxes_per_s"] > 0
+    assert lock["stack_cpu_ms_per_episode"]["host"] > 0  # the sandboxes' share needs cgroups v1 (None without)
     assert out["lock_episodes_per_s_best"] == lock["episodes_per_s"] > 0
     assert out["budget"]["measured_episodes_per_s"] == lock["episodes_per_s"]
