@@ -111,7 +111,13 @@ class InferenceClient:
         return bool(resp.resumed)
 
     def update_weights(self, weights: WeightSource, version: int) -> WeightUpdate:
-        self.pause()
+        try:
+            self.pause()
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+            # A service from before Pause/Resume: its UpdateWeights alone is what it offers.
+            return self._update_weights(weights, version)
         try:
             return self._update_weights(weights, version)
         finally:
