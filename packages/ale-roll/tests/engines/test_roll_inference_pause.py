@@ -251,3 +251,22 @@ def test_a_sync_cancelled_while_draining_leaves_the_batcher_unpaused(svc, prompt
             await gen.close()
 
     asyncio.run(go())
+
+
+def test_update_weights_reaches_a_service_without_pause(svc, tiny_model_dir, tiny_tokenizer):
+    engine, _, _, _ = svc
+
+    class BeforePause(InferenceServicer):
+        def Pause(self, request: Any, context: Any) -> Any:  # as a service built before the RPC existed
+            return inference_pb2_grpc.InferenceServiceServicer.Pause(self, request, context)
+
+    old = BeforePause(engine.inner, tiny_tokenizer, backend="hf")
+    server, port = serve(old)
+    client = InferenceClient(f"127.0.0.1:{port}", timeout_s=60)
+    try:
+        weights = {k: v.clone() for k, v in load_model(tiny_model_dir)[0].state_dict().items()}
+        assert client.update_weights(weights, engine.policy_version + 1).version == engine.policy_version
+    finally:
+        client.close()
+        old.close()
+        server.stop(grace=None)
