@@ -263,8 +263,8 @@ def run(n: int, concurrencies: list[int], guesses: int, baseline_n: int) -> dict
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", action="store_true", help="print only the JSON result")
-    p.add_argument("--episodes", type=int, default=32, help="lock episodes per concurrency")
-    p.add_argument("--concurrency", default="1,2,4", help="comma-separated concurrencies of the lock episodes")
+    p.add_argument("--episodes", type=int, default=24, help="lock episodes per concurrency")
+    p.add_argument("--concurrency", default="1,2", help="comma-separated concurrencies of the lock episodes")
     p.add_argument("--guesses", type=int, default=4, help="tool calls per lock episode")
     p.add_argument("--baseline-episodes", type=int, default=16)
     args = p.parse_args()
