@@ -357,14 +357,16 @@ class EpisodeRunner:
                       seed: int | None, initial_state_id: str, group_id: str, version: int,
                       episode_id: str | None, extra: dict[str, Any] | None = None) -> Trajectory:
         """The trajectory of a played episode, its reward computed (how `run` and `run_batch` end)."""
-        traj = Trajectory(turns=turns, initial_state_id=initial_state_id, seed=seed, group_id=group_id,
-                          policy_version=version,
-                          metadata={"env_reward": total, "success": bool(info.get("success", total > 0)),
-                                    "truncated": not done, "env_truncated": truncated_by_env})
+        metadata = {"env_reward": total, "success": bool(info.get("success", total > 0)), "truncated": not done,
+                    "env_truncated": truncated_by_env}
+        if episode_id is None:
+            traj = Trajectory(turns=turns, initial_state_id=initial_state_id, seed=seed, group_id=group_id,
+                              policy_version=version, metadata=metadata)
+        else:  # the scheduler's id, passed in: the default would draw a uuid per episode only to be replaced
+            traj = Trajectory(turns=turns, initial_state_id=initial_state_id, seed=seed, group_id=group_id,
+                              policy_version=version, metadata=metadata, episode_id=episode_id)
         if extra:
             traj.metadata.update(extra)
-        if episode_id is not None:
-            traj.episode_id = episode_id
         t0 = time.perf_counter()
         value = self.reward_fn(traj, info)
         if inspect.isawaitable(value):
