@@ -179,18 +179,8 @@ def run(n: int, concurrencies: list[int], guesses: int, baseline_n: int) -> dict
             client = ModelProxyClient(proxy.grpc_address)
             flow = _r._FlowAgent(SamplingParams(max_tokens=256))
 
-            class SmallSandboxes(SdkProvider):
-                """The lock family's sandbox size (task.toml: cpus 0.25, 256M): more fit on a worker."""
-
-                def create(self, labels: Any = None) -> str:
-                    from ale_rock.sdk import Sandbox
-
-                    sb = Sandbox.create(self.image, client=self.client, workdir=self.workdir, labels=labels,
-                                        allow=self.allow, cpu=0.25, memory="256Mi")  # fmt: skip
-                    self._sandboxes[sb.id] = sb
-                    return str(sb.id)
-
-            provider = SmallSandboxes(cluster.address, cluster.api_key())
+            # The lock family's task.toml sizes its sandboxes (cpus 0.25, 256M): the episode applies it.
+            provider = SdkProvider(cluster.address, cluster.api_key())
             global _CPU
             admin = [cluster.admin.popen.pid] if cluster.admin is not None else []
             _CPU = StackCpu([*admin, *cluster.worker_pids().values()], _sandbox_group(cluster))

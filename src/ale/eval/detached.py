@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ale_rock.envs.sandbox import CommandOutput, SandboxProvider
+from ale_rock.envs.sandbox import CommandOutput, SandboxProvider, SandboxSpec
 
 _JOBS = "/tmp/.ale_exec"
 _SHORT_S = 30.0
@@ -38,8 +38,8 @@ class DetachedExecProvider:
         self.wait_s = min(wait_s, _SHORT_S - 5)  # one poll call stays a short call
         self.jobs_dir = jobs_dir  # inside the sandbox: its own /tmp, never the work dir the tests see
 
-    def create(self, labels: Mapping[str, str] | None = None) -> str:
-        return self.inner.create(labels)
+    def create(self, labels: Mapping[str, str] | None = None, spec: SandboxSpec | None = None) -> str:
+        return self.inner.create(labels, spec)
 
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
         self.inner.upload(sandbox_id, files)

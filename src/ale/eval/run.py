@@ -17,7 +17,7 @@ from typing import Any
 from ale.eval import agent
 from ale.eval.config import BUILTIN, EvalConfig
 from ale.eval.report import summarize, write_outputs
-from ale.eval.stack import Endpoints, eval_stack
+from ale.eval.stack import Endpoints, eval_stack, sandbox_policy
 
 _GRACE_S = 10.0  # the agent stops itself this long before the episode's budget, to save its trajectory
 
@@ -177,7 +177,9 @@ def run_eval(cfg: EvalConfig, progress: Callable[[int, int, EpisodeResult], None
 
         from ale.eval.detached import DetachedExecProvider
 
-        sdk = SdkProvider(ep.admin_address, ep.admin_api_key, allow=("model-proxy",))
+        # Each sandbox as its task's [environment] asks (image, work dir, env, CPUs, memory, its
+        # allow-list beside the model proxy), within the policy: the same spec as `tasks run`.
+        sdk = SdkProvider(ep.admin_address, ep.admin_api_key, allow=("model-proxy",), policy=sandbox_policy(cfg))
         provider = DetachedExecProvider(sdk)
         proxy = ModelProxyClient(ep.proxy_address)
 

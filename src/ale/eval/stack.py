@@ -82,6 +82,20 @@ def eval_stack(cfg: EvalConfig, workdir: Path) -> Iterator[Endpoints]:
         yield Endpoints(cluster.address, cluster.api_key(), proxy.grpc_address, cfg.upstream, target, model, owned)
 
 
+def sandbox_policy(cfg: EvalConfig) -> Any:
+    """What a task's ``[environment]`` may ask of an evaluation's sandboxes (``SandboxPolicy``).
+
+    With the LocalCluster this command starts, a sandbox gets at most this machine: its CPUs and
+    its memory (a task asking more is refused, naming the field); an ``--admin-address``'s own
+    limits (quotas, its workers' capacity) bound the rest. Egress: the task's allow-list."""
+    from ale_rock.envs.sandbox import SandboxPolicy
+
+    if cfg.admin_address:
+        return SandboxPolicy()
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return SandboxPolicy(max_cpu=float(os.cpu_count() or 1), max_memory_bytes=memory)
+
+
 def _start_proxy(cfg: EvalConfig) -> Any:
     from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
 
@@ -97,7 +111,7 @@ def _start_cluster(proxy_http: str, workdir: Path, concurrency: int) -> Any:
     from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
     workdir.mkdir(parents=True, exist_ok=True)
-    # Each sandbox asks for one core; agents mostly wait on the model, so the worker offers a core
+    # A sandbox asks for one core unless its task sets cpus; agents mostly wait on the model, so the worker offers a core
     # per concurrent episode even on a smaller machine (the limit is then a share, not a reservation).
     cpu = max(os.cpu_count() or 1, concurrency + 1) * 1000
     argv = real_worker_argv({"model_proxy_address": proxy_http, "cpu_millis": cpu})

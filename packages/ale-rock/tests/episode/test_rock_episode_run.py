@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from ale_proto.serving import free_port
-from ale_rock.envs.sandbox import LocalDirProvider
+from ale_rock.envs.sandbox import LocalDirProvider, SandboxSpec
 from ale_rock.envs.terminal import find_task
 from ale_rock.episode import (
     AgentRun,
@@ -66,9 +66,9 @@ class CountingProvider(LocalDirProvider):
         self.create_delay_s = create_delay_s
         self.created: list[str] = []
 
-    def create(self, labels: Mapping[str, str] | None = None) -> str:
+    def create(self, labels: Mapping[str, str] | None = None, spec: SandboxSpec | None = None) -> str:
         time.sleep(self.create_delay_s)
-        sid = super().create(labels)
+        sid = super().create(labels, spec)
         self.created.append(sid)
         return sid
 

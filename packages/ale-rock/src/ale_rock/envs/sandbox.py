@@ -15,6 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ale_rock.envs.errors import SandboxLost
+from ale_rock.envs.sandbox_spec import SandboxPolicy, SandboxSpec, SandboxSpecRefused
+
+__all__ = [
+    "CommandOutput", "LocalDirProvider", "ProviderRunner", "SandboxPolicy", "SandboxProvider", "SandboxSpec",
+    "SandboxSpecRefused", "SdkProvider",
+]
 
 
 @dataclass(frozen=True)
@@ -37,8 +43,9 @@ class SandboxProvider(Protocol):
     """Creates, runs commands in, and deletes sandboxes. Raises :class:`SandboxLost` when a
     sandbox died under an operation."""
 
-    def create(self, labels: Mapping[str, str] | None = None) -> str:
-        """Start a sandbox with an empty work dir; returns its id."""
+    def create(self, labels: Mapping[str, str] | None = None, spec: SandboxSpec | None = None) -> str:
+        """Start a sandbox with an empty work dir as ``spec`` asks (None: the provider's defaults),
+        within the provider's :class:`SandboxPolicy` (:class:`SandboxSpecRefused` beyond it); returns its id."""
 
     def exec(self, sandbox_id: str, command: str, timeout_s: float) -> CommandOutput:
         """Run ``bash -c command`` in the work dir."""
@@ -54,12 +61,14 @@ class LocalDirProvider:
     """Sandboxes as temp dirs with plain subprocesses: no isolation, for development and tests.
 
     Uses the task suite's ``LocalDirRunner``, so commands see the same clean environment the task
-    validator uses.
+    validator uses. Of a :class:`SandboxSpec` it applies ``env`` (and ``policy``'s bounds); a temp
+    dir has no image, fixed work dir, resource limits or network policy of its own.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, policy: SandboxPolicy | None = None) -> None:
         from ale_rock.tasks.runner import LocalDirRunner
 
+        self.policy = policy or SandboxPolicy()
         self._runner_cls = LocalDirRunner
         self._runners: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -70,10 +79,11 @@ class LocalDirProvider:
             raise SandboxLost(f"sandbox {sandbox_id} is gone", sandbox_id=sandbox_id)
         return runner
 
-    def create(self, labels: Mapping[str, str] | None = None) -> str:
+    def create(self, labels: Mapping[str, str] | None = None, spec: SandboxSpec | None = None) -> str:
+        admitted = self.policy.admit(spec or SandboxSpec())
         sid = f"local-{uuid.uuid4().hex[:12]}"
         with self._lock:
-            self._runners[sid] = self._runner_cls()
+            self._runners[sid] = self._runner_cls(env=admitted.env)
         return sid
 
     def exec(self, sandbox_id: str, command: str, timeout_s: float) -> CommandOutput:
@@ -99,7 +109,10 @@ class LocalDirProvider:
 
 class SdkProvider:
     """Sandboxes from the ale-rock Admin through the SDK (``ale_rock.sdk.Sandbox``). ``allow``
-    lists egress hosts the sandboxes may reach (e.g. ``model-proxy`` for agent-native runs)."""
+    lists egress hosts every sandbox may reach (the operator's: e.g. ``model-proxy`` for
+    agent-native runs); a :class:`SandboxSpec` adds its task's own allow-list to them, and its
+    image, work dir, env, CPUs and memory, within ``policy``. ``backend`` ("" = the server's
+    default) is the backend sandboxes are asked on."""
 
     def __init__(
         self,
@@ -108,12 +121,16 @@ class SdkProvider:
         image: str = "",
         workdir: str = "/workspace",
         allow: tuple[str, ...] = (),
+        policy: SandboxPolicy | None = None,
+        backend: str = "",
     ) -> None:
         from ale_rock.sdk import Client
 
         self.client = Client(address, api_key)
         self.image, self.workdir, self.allow = image, workdir.rstrip("/"), allow
+        self.policy, self.backend = policy or SandboxPolicy(), backend
         self._sandboxes: dict[str, Any] = {}
+        self._workdirs: dict[str, str] = {}
         self._events_seen: dict[str, int] = {}
 
     def _get(self, sandbox_id: str) -> Any:
@@ -139,18 +156,30 @@ class SdkProvider:
         except (Unavailable, SandboxNotFound, FailedPrecondition) as e:
             raise SandboxLost(f"sandbox {sandbox_id} lost: {e}", sandbox_id=sandbox_id) from e
 
-    def create(self, labels: Mapping[str, str] | None = None) -> str:
+    def create(self, labels: Mapping[str, str] | None = None, spec: SandboxSpec | None = None) -> str:
         from ale_rock.sdk import Sandbox
 
-        sb = Sandbox.create(
-            self.image, client=self.client, workdir=self.workdir, labels=labels, allow=self.allow
-        )
+        admitted = self.policy.admit(spec or SandboxSpec()).for_backend(self.backend)
+        kw = admitted.create_kwargs()
+        kw["image"] = admitted.image or self.image
+        kw["workdir"] = workdir = (admitted.workdir or self.workdir).rstrip("/") or "/"
+        # The operator's hosts (the model proxy) and the task's own allow-list, nothing else.
+        kw["allow"] = [*self.allow, *(r for r in admitted.allow if r not in self.allow)]
+        if self.backend:
+            kw["backend"] = self.backend
+        sb = Sandbox.create(client=self.client, labels=labels, **kw)
         self._sandboxes[sb.id] = sb
+        self._workdirs[sb.id] = workdir
         return str(sb.id)
 
+    def workdir_of(self, sandbox_id: str) -> str:
+        """The work dir ``sandbox_id`` was created with (its task's, or the provider's)."""
+        return self._workdirs.get(sandbox_id, self.workdir)
+
     def exec(self, sandbox_id: str, command: str, timeout_s: float) -> CommandOutput:
+        cwd = self.workdir_of(sandbox_id)
         r = self._guard(
-            sandbox_id, lambda sb: sb.exec(["bash", "-c", command], cwd=self.workdir, timeout=timeout_s)
+            sandbox_id, lambda sb: sb.exec(["bash", "-c", command], cwd=cwd, timeout=timeout_s)
         )
         timed_out = r.end_reason in ("timeout", "idle_timeout")
         events = self._new_safety_events(sandbox_id)
@@ -159,15 +188,18 @@ class SdkProvider:
         return CommandOutput(r.exit_code, r.stdout + r.stderr, timed_out, r.duration_s, events)
 
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
+        root = self.workdir_of(sandbox_id).rstrip("/")
+
         def write_all(sb: Any) -> None:
             for rel, data in files.items():
-                sb.write(f"{self.workdir}/{rel}", data)
+                sb.write(f"{root}/{rel}", data)
 
         self._guard(sandbox_id, write_all)
 
     def delete(self, sandbox_id: str) -> None:
         sb = self._sandboxes.pop(sandbox_id, None)
         self._events_seen.pop(sandbox_id, None)
+        self._workdirs.pop(sandbox_id, None)
         if sb is not None:
             try:
                 sb.delete()
@@ -176,17 +208,20 @@ class SdkProvider:
 
 
 class ProviderRunner:
-    """One sandbox of a provider as the task suite's ``TaskRunner``; ``reset`` replaces the sandbox."""
+    """One sandbox of a provider as the task suite's ``TaskRunner``; ``reset`` replaces the sandbox
+    with a new one of ``spec`` (the task's environment; None: the provider's defaults)."""
 
-    def __init__(self, provider: SandboxProvider, labels: Mapping[str, str] | None = None) -> None:
+    def __init__(self, provider: SandboxProvider, labels: Mapping[str, str] | None = None,
+                 spec: SandboxSpec | None = None) -> None:
         self.provider = provider
         self.labels = dict(labels or {})
+        self.spec = spec
         self.sandbox_id = ""
         self.safety_events: list[dict[str, Any]] = []
 
     def reset(self) -> None:
         self.close()
-        self.sandbox_id = self.provider.create(self.labels)
+        self.sandbox_id = self.provider.create(self.labels, self.spec)
 
     def upload(self, files: Mapping[str, bytes]) -> None:
         self.provider.upload(self.sandbox_id, files)

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ale_rock.envs.sandbox import CommandOutput, ProviderRunner, SandboxProvider
+from ale_rock.envs.sandbox import CommandOutput, ProviderRunner, SandboxProvider, SandboxSpec
 from ale_rock.episode.agents import Agent, AgentContext
 from ale_rock.episode.classify import classify_exception, first_call_error
 from ale_rock.episode.config import EpisodeTimeouts
@@ -40,16 +40,22 @@ _POLL_S = 0.1
 
 
 class _EventsProvider:
-    """The provider as the agent sees it: every command's safety events also go to the episode."""
+    """The provider as the agent sees it: every command's safety events also go to the episode, and
+    ``workdir`` is the episode's sandbox's (the task's ``[environment].workdir`` when it sets one)."""
 
-    def __init__(self, inner: SandboxProvider, sink: list[dict[str, Any]]) -> None:
-        self._inner, self._sink = inner, sink
+    def __init__(self, inner: SandboxProvider, sink: list[dict[str, Any]], workdir: str = "") -> None:
+        self._inner, self._sink, self._workdir = inner, sink, workdir
 
-    def __getattr__(self, name: str) -> Any:  # client, workdir, ... for agents that need them
+    def __getattr__(self, name: str) -> Any:  # client, ... for agents that need them
         return getattr(self._inner, name)
 
-    def create(self, labels: Mapping[str, str] | None = None) -> str:
-        return self._inner.create(labels)
+    @property
+    def workdir(self) -> str:
+        """Where the agent works (agents that open their own workspace on the sandbox read it)."""
+        return self._workdir or str(getattr(self._inner, "workdir", "/workspace"))
+
+    def create(self, labels: Mapping[str, str] | None = None, spec: SandboxSpec | None = None) -> str:
+        return self._inner.create(labels, spec)
 
     def exec(self, sandbox_id: str, command: str, timeout_s: float) -> CommandOutput:
         out = self._inner.exec(sandbox_id, command, timeout_s)
@@ -67,14 +73,14 @@ class _Runner(ProviderRunner):
     """The episode's one sandbox. Once closed, a sandbox that a timed-out setup creates late is
     deleted at once: an episode that gave up leaks nothing."""
 
-    def __init__(self, provider: SandboxProvider, labels: Mapping[str, str]) -> None:
-        super().__init__(provider, labels)
+    def __init__(self, provider: SandboxProvider, labels: Mapping[str, str], spec: SandboxSpec | None) -> None:
+        super().__init__(provider, labels, spec)
         self._lock = threading.Lock()
         self._closed = False
 
     def reset(self) -> None:
         self.close_sandbox()
-        sid = self.provider.create(self.labels)
+        sid = self.provider.create(self.labels, self.spec)
         with self._lock:
             if not self._closed:
                 self.sandbox_id = sid
@@ -139,14 +145,19 @@ def run_episode(
     env: Mapping[str, str] | None = None,
     require_token_ids: bool = False,
     cancel: threading.Event | None = None,
+    spec: SandboxSpec | None = None,
 ) -> EpisodeOutcome:
     """Run ``agent`` on ``task`` (an ``ale_rock.tasks`` Task) in a fresh sandbox (see the module docstring).
 
     ``upstream``/``target``/``model``/``max_calls`` open the proxy episode; ``budget_s`` defaults to
     the task's ``limits.agent_s``; ``labels`` go on the sandbox with ``ale.episode=<episode_id>``;
     ``require_token_ids`` makes a call without token ids an error (training). Setting ``cancel``
-    ends the episode as ``cancelled`` (its sandbox is deleted before this returns).
+    ends the episode as ``cancelled`` (its sandbox is deleted before this returns). The sandbox is
+    created as the task's ``[environment]`` asks (``spec``, default
+    ``ale_rock.tasks.environment.sandbox_spec(task)``), within the provider's policy: a task beyond
+    it ends as a ``setup_failed`` error naming the setting.
     """
+    from ale_rock.tasks.environment import sandbox_spec
     from ale_rock.tasks.evaluate import run_tests, setup_task
 
     t_start = time.monotonic()
@@ -157,8 +168,10 @@ def run_episode(
     episode_id = episode_id or f"ep-{uuid.uuid4().hex[:12]}"
     budget = float(budget_s or limits.agent_s)
     events: list[dict[str, Any]] = []
-    sandboxes = _EventsProvider(provider, events)
-    runner = _Runner(sandboxes, {**(labels or {}), "ale.episode": episode_id})
+    if spec is None and getattr(task, "environment", None) is not None:
+        spec = sandbox_spec(task)
+    sandboxes = _EventsProvider(provider, events, spec.workdir if spec is not None else "")
+    runner = _Runner(sandboxes, {**(labels or {}), "ale.episode": episode_id}, spec)
     out = EpisodeOutcome(episode_id=episode_id, status=Status.ERROR, task_id=str(getattr(task, "id", "")))
     opened = False
     phase = "setup"

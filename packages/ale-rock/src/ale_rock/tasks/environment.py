@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import posixpath
 import shlex
-from typing import Any
 
+from ale_rock.envs.sandbox_spec import EgressRule, SandboxSpec
 from ale_rock.tasks.dockerfile import expand, needs_network, parse_copy, parse_env, run_command, stage_count
 from ale_rock.tasks.models import SETUP_DIR, DockerStep, NetworkMode, Task, TaskEnvironment
 from ale_rock.tasks.runner import CommandResult, TaskRunner
@@ -55,26 +55,26 @@ def exports(task: Task, extra: dict[str, str] | None = None) -> str:
     return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "; "
 
 
-def sandbox_kwargs(task: Task) -> dict[str, Any]:
-    """Keyword arguments of ``Sandbox.create`` / ``SandboxRunner.create`` for this task: image (a
-    built or ready one; "" = the base image), work dir, env, resources and the egress allow-list.
-    ``network_mode`` other than ``allowlist`` gives no egress at all."""
+def sandbox_spec(task: Task) -> SandboxSpec:
+    """The sandbox ``task`` asks for: image (a built or ready one; "" = the base image), work dir,
+    env, CPUs, memory and the egress allow-list. ``network_mode`` other than ``allowlist`` asks for
+    no egress at all. The one translation of ``[environment]`` every runner uses (``tasks run``,
+    the episode runner behind ``ale eval`` and training); the operator's ``SandboxPolicy`` bounds it."""
     e = task.environment
-    kw: dict[str, Any] = {"image": e.built_image or (e.docker_image if not e.dockerfile else "") or ""}
-    if e.workdir:
-        kw["workdir"] = e.workdir
-    if e.env:
-        kw["env"] = dict(e.env)
-    if e.cpus:
-        kw["cpu"] = e.cpus
-    if e.memory_mb:
-        kw["memory"] = e.memory_mb * 2**20
+    allow: tuple[EgressRule, ...] = ()
     if e.network_mode == NetworkMode.ALLOWLIST and e.allowed_hosts:
-        kw["allow"] = [_host_port(h) for h in e.allowed_hosts]
-    return kw
+        allow = tuple(_host_port(h) for h in e.allowed_hosts)
+    return SandboxSpec(
+        image=e.built_image or (e.docker_image if not e.dockerfile else "") or "",
+        workdir=e.workdir or "",
+        env=dict(e.env),
+        cpu=e.cpus,
+        memory_bytes=e.memory_mb * 2**20 if e.memory_mb else None,
+        allow=allow,
+    )
 
 
-def _host_port(entry: str) -> str | tuple[str, int]:
+def _host_port(entry: str) -> EgressRule:
     host, sep, port = entry.rpartition(":")
     if sep and port.isdigit() and host and "]" not in port:
         return (host.strip("[]"), int(port))

@@ -73,7 +73,8 @@ class LocalDirRunner:
     For authoring and fast tests. Use the sandbox runner for untrusted agents.
     """
 
-    def __init__(self, root: Path | str | None = None, *, path_env: str = _SAFE_PATH) -> None:
+    def __init__(self, root: Path | str | None = None, *, path_env: str = _SAFE_PATH,
+                 env: Mapping[str, str] | None = None) -> None:
         self._own = root is None
         self.workdir = Path(tempfile.mkdtemp(prefix="ale-task-")) if root is None else Path(root)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -85,6 +86,7 @@ class LocalDirRunner:
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONNOUSERSITE": "1",
             "TMPDIR": str(self.workdir / ".tmp"),
+            **(env or {}),  # the task's own variables (a sandbox would be created with them)
         }
 
     def reset(self) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ale_rock.tasks.runner import MAX_OUTPUT_CHARS, CommandResult, check_relative
 
 if TYPE_CHECKING:
+    from ale_rock.envs.sandbox_spec import SandboxPolicy
     from ale_rock.sdk import Client, Sandbox
     from ale_rock.tasks.models import Task
 
@@ -83,15 +84,21 @@ class SandboxRunner:
 
 
 def runner_factory_for(
-    client: Client, *, backend: str = "", cpu: float = 0.5, memory_mib: int = 512, envhub: bool = True
+    client: Client, *, backend: str = "", cpu: float = 0.5, memory_mib: int = 512, envhub: bool = True,
+    policy: SandboxPolicy | None = None,
 ) -> Callable[[Task], SandboxRunner]:
     """Make a sandbox per task as the task asks: its image (or ALE's base image with its
-    Dockerfile's steps applied), work dir, env and egress allow-list (none unless ``allowlist``).
+    Dockerfile's steps applied), work dir, env, CPUs, memory and egress allow-list (none unless
+    ``allowlist``), within ``policy`` (default: ``cpu``/``memory_mib`` for tasks that set none, no
+    maximum but the server's); a task beyond the policy is refused (``SandboxSpecRefused``).
 
     On the docker backend a Dockerfile whose ``FROM`` image exists locally is built through EnvHub
     (``envhub=True``); the local backend runs only on ALE's base environment, so a task that
     names a ready ``docker_image`` is refused there with an error saying so."""
-    from ale_rock.tasks.environment import sandbox_kwargs
+    from ale_rock.envs.sandbox_spec import SandboxPolicy
+    from ale_rock.tasks.environment import sandbox_spec
+
+    policy = policy or SandboxPolicy(default_cpu=cpu, default_memory_bytes=memory_mib * 2**20)
 
     def make(task: Task) -> SandboxRunner:
         e = task.environment
@@ -104,14 +111,8 @@ def runner_factory_for(
             from ale_rock.tasks.envhub_build import build_if_local
 
             task = build_if_local(task, client)
-        kw = sandbox_kwargs(task)
-        kw.setdefault("cpu", cpu)
-        kw.setdefault("memory", memory_mib * 2**20)
+        kw = policy.admit(sandbox_spec(task)).for_backend(backend).create_kwargs()
         from_image = bool(kw["image"])
-        if backend == "docker" and not from_image and kw.get("workdir", "/workspace") != "/workspace":
-            # The base image has only /workspace for the sandbox user; a read-only root gives
-            # any other work dir as the sandbox's own mount (and matches the local backend).
-            kw["read_only_root"] = True
         runner = SandboxRunner.create(client, backend=backend, **kw)
         runner.task = task  # the (possibly built) task this sandbox was made for
         runner.keep_image_workdir = from_image
