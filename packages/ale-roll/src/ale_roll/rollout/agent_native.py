@@ -4,8 +4,11 @@ One episode (``AgentNativeRunner.run``, the same shape as GEM mode's ``EpisodeRu
 RolloutScheduler drives either and filtering + resampling apply unchanged) is ale-rock's one agent
 episode (``ale_rock.episode.run_episode``, the same code ``ale eval`` runs):
 
-1. **setup** — a fresh sandbox from the ``SandboxProvider`` with the task's files and setup script
-   (``ale_rock.tasks.evaluate.setup_task``), labelled ``ale.state=<initial_state_id>``;
+1. **setup** — a fresh sandbox from the ``SandboxProvider``, made as the task's ``[environment]``
+   asks (work dir, env, CPUs, memory, egress allow-list, image: ``ale_rock.tasks.environment.sandbox_spec``,
+   the same spec ``ale eval`` and ``ale-rock tasks run`` use, within the provider's ``SandboxPolicy``),
+   with the task's files and setup script (``ale_rock.tasks.evaluate.setup_task``), labelled
+   ``ale.state=<initial_state_id>``;
 2. **open** — a ModelProxy episode bound to that sandbox, forwarding to our InferenceService;
 3. **agent** — the :class:`~ale_roll.rollout.agents.AgentLauncher` runs the agent with the
    episode's OpenAI base URL and key, within its budget;

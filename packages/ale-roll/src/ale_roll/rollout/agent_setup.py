@@ -11,7 +11,9 @@ What runs where (``rollout.mode=agent_native``):
 - the **InferenceService** is served by the trainer's process over the rollout's own batcher
   (``generator.batcher``), so the agents' model calls share its queue and are held during a weight sync;
 - the **ModelProxy** is ``agent.proxy_address``, or one started in this process;
-- **sandboxes** come from the ale-rock Admin at ``agent.sandbox_address``;
+- **sandboxes** come from the ale-rock Admin at ``agent.sandbox_address``, each as its task's
+  ``[environment]`` asks (work dir, env, CPUs, memory; egress: ``agent.allow`` plus the task's
+  allow-list), bounded by the Admin's own limits;
 - the **agent** is ale-flow's loop in this process (``kind: flow``) or a command inside the sandbox
   (``kind: command``);
 - ``runner`` plays the training tasks (seed s → ``tasks[s % len]``), ``eval_runner`` the held-out
