@@ -50,7 +50,10 @@ class TerminalTaskEnv(Env):
         # no isolation. The env server passes its configured provider.
         self.provider = sandbox_provider or LocalDirProvider()
         self.max_turns, self.command_timeout_s = max_turns, command_timeout_s
-        self.runner = ProviderRunner(self.provider, {"ale.env": f"task:{self.task.id}"})
+        from ale_rock.tasks.environment import sandbox_spec
+
+        # The sandbox its task's [environment] asks for (the same spec as episodes and `tasks run`).
+        self.runner = ProviderRunner(self.provider, {"ale.env": f"task:{self.task.id}"}, sandbox_spec(self.task))
         self.turn = 0
         self.action_description = (
             'One tool call: {"name": "bash", "arguments": {"command": "..."}} or {"name": "submit"}.'
