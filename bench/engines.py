@@ -25,6 +25,9 @@ Each section runs in its own subprocess (DeepSpeed and vLLM both set up process-
   figure: the ceiling of any one-RPC-per-request path in Python gRPC here, batcher or not.
   ``service_unary_singles_vs_inprocess``: the 64 single calls sent as unary RPCs instead
   (``GenerateBatch`` holding one request), for clients that need no stream.
+  ``service_aio_clients_vs_inprocess``: the same 64 single ``Generate`` calls made by 64 coroutines
+  on one ``grpc.aio`` client loop (an async client's way) instead of 64 threads.
+  ``bench/grpc_percall.py`` measures the CPU per call of each stack (sync vs aio, server and client).
 - ``service_batch_vs_inprocess``: the requests sent through ``InferenceClient.generate`` (one
   ``GenerateBatch`` call: what a remote rollout sends) over that one ``engine.generate`` call, for 64,
   128 and 256 requests (the worst of the three); ``service_streams_vs_inprocess`` the same for
@@ -244,6 +247,24 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         client.stub.GetModelInfo(inference_pb2.GetModelInfoRequest(), timeout=300)
         return 1
 
+    # The same single calls from one event loop with a grpc.aio stub (64 coroutines): what an async
+    # client such as the ModelProxy or an agent framework sends. Opened on `loop`, used only there.
+    async def open_aio() -> tuple:
+        import grpc
+        from ale_proto.v1 import inference_pb2_grpc
+
+        channel = grpc.aio.insecure_channel(address)
+        return channel, inference_pb2_grpc.InferenceServiceStub(channel)
+
+    achannel, astub = loop.run_until_complete(open_aio())
+
+    async def aio_one(prompt: list[int]) -> int:
+        req = inference_pb2.GenerateRequest(prompt_token_ids=prompt, sampling=sp)
+        return sum([len(m.token_ids) async for m in astub.Generate(req, timeout=300)])
+
+    async def aio_streams(k: int) -> int:
+        return sum(await asyncio.gather(*(aio_one(p) for p in prompts(k))))
+
     async def singles_inprocess(k: int) -> int:
         gens = await asyncio.gather(*(generator.generate(p, params) for p in prompts(k)))
         return sum(len(g.token_ids) for g in gens)
@@ -252,6 +273,7 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         "engine": lambda k: sum(len(g.token_ids) for g in local.generate(prompts(k), params)),
         "inprocess_singles": lambda k: loop.run_until_complete(singles_inprocess(k)),
         "streams": lambda k: sum(pool.map(one, prompts(k))),
+        "aio_streams": lambda k: loop.run_until_complete(aio_streams(k)),
         "unary": lambda k: sum(pool.map(unary, prompts(k))),
         "batch": lambda k: sum(len(g.token_ids) for g in client.generate(prompts(k), params)),
         "rpc_floor": lambda k: sum(pool.map(no_op, prompts(k))),
@@ -268,6 +290,7 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
     finally:
         pool.shutdown()
         client.close()
+        loop.run_until_complete(achannel.close())
         loop.run_until_complete(generator.close())
         loop.close()
         proc.terminate()
@@ -278,6 +301,8 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         "service_vs_inprocess": streams[head] / inproc[head],
         "service_singles_vs_engine": streams[head] / engine[head],
         "service_unary_singles_vs_inprocess": best["unary"][head] / inproc[head],
+        # The same 64 single Generate calls from 64 coroutines on one grpc.aio client loop.
+        "service_aio_clients_vs_inprocess": best["aio_streams"][head] / inproc[head],
         # The same 64 clients each making one no-op unary call (GetModelInfo): the most any
         # one-RPC-per-request path can reach on this machine, whatever the batcher does.
         "service_rpc_floor_vs_inprocess": best["rpc_floor"][head] / inproc[head],
@@ -285,7 +310,8 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         "service_batch_vs_inprocess": min(batch[n] / engine[n] for n in SERVICE_SIZES),
         "service_detail": {n: {"engine_one_call_tokens_per_s": engine[n], "inprocess_singles_tokens_per_s": inproc[n],
                                "generate_streams_tokens_per_s": streams[n], "generate_batch_tokens_per_s": batch[n],
-                               "unary_singles_tokens_per_s": best["unary"][n], "no_op_rpcs_per_s": best["rpc_floor"][n]}
+                               "unary_singles_tokens_per_s": best["unary"][n],
+                               "aio_client_streams_tokens_per_s": best["aio_streams"][n], "no_op_rpcs_per_s": best["rpc_floor"][n]}
                            for n in SERVICE_SIZES},
         "service_setup": "tiny random-init Qwen2, HF engine, 1-token greedy requests, 1 intra-op thread on both sides; "
                          "server in its own process; service_vs_inprocess = 64 concurrent single Generate calls "
@@ -328,7 +354,7 @@ def main() -> None:
             p.error(f"unknown section {section!r}; choose from {SECTIONS}")
         result |= _run_section(section, args)
     for key in ("deepspeed_vs_torch", "vllm_vs_hf", "sync_vs_copy", "service_vs_inprocess", "service_singles_vs_engine",
-                "service_unary_singles_vs_inprocess", "service_rpc_floor_vs_inprocess",
+                "service_unary_singles_vs_inprocess", "service_aio_clients_vs_inprocess", "service_rpc_floor_vs_inprocess",
                 "service_batch_vs_inprocess", "service_streams_vs_inprocess"):
         val = result.get(key)
         print(f"{key:>20}: {val:.3f}" if isinstance(val, float) else f"{key:>20}: {val}", file=sys.stderr)

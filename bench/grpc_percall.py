@@ -1,6 +1,8 @@
 """CPU per gRPC call: the sync stack (thread-pool server, one client thread per call) vs grpc.aio.
 
-    python bench/grpc_percall.py            # JSON on stdout; ~1 min
+    python bench/grpc_percall.py                   # JSON on stdout; ~2 min on 2 loaded cores
+    python bench/grpc_percall.py --model-repeats 0  # the per-call CPU figures only (~35 s)
+    python bench/grpc_percall.py --repeats 0        # the model section only (~60 s)
 
 Issue 14 item 4: 64 concurrent single one-token calls to the InferenceService are bounded by what
 one call costs in Python gRPC, not by the batcher. This measures that cost directly, on the
@@ -16,6 +18,12 @@ handlers awaiting the batcher's future), and called by 64 client threads with sy
 coroutines on one event loop with an aio stub. Reported: CPU microseconds per call in the server
 process (/proc) and in the client process (``time.process_time``), and calls/s. The server runs
 in its own process. Compare the rows with each other (same run, same load), not across runs.
+
+The model section (``model``) is the end-to-end check: 64 single 1-token ``Generate`` calls on the
+tiny model bench/engines.py's service section uses, to ``ale-roll serve-inference`` (the sync
+server) and to a grpc.aio prototype of the same servicer's ``Generate`` (:func:`serve_model_aio`,
+this file only), from both client styles, over the same 64 requests made in-process through
+``BatchingGenerator`` (``service_vs_inprocess``'s baseline); best of ``--model-repeats``, interleaved.
 """
 
 from __future__ import annotations
@@ -116,6 +124,107 @@ def serve(mode: str, port_file: Path) -> None:
     asyncio.run(main())
 
 
+def serve_model_aio(model: str, port_file: Path) -> None:
+    """A prototype, for this measurement only: the real InferenceServicer's ``Generate`` and
+    ``GetModelInfo`` (its own admission, batcher and response code) in async handlers on a
+    ``grpc.aio`` server, awaiting the batcher's future on the loop (no handler thread)."""
+    import grpc
+    from ale_proto.v1 import inference_pb2_grpc
+    from ale_roll.engines.inference_server import InferenceServicer
+    from ale_roll.engines.serve_process import InferenceServeConfig, _build_engine
+
+    engine, tokenizer, length = _build_engine(InferenceServeConfig(model=model))
+    real = InferenceServicer(engine, tokenizer, max_model_len=length)
+
+    class Aio(inference_pb2_grpc.InferenceServiceServicer):
+        async def GetModelInfo(self, request: Any, context: Any) -> Any:
+            return real.GetModelInfo(request, context)
+
+        async def Generate(self, request: Any, context: Any) -> Any:
+            rid, prompt, params = real._admit(request, context)  # (errors: not exercised here)
+            gen = await asyncio.wrap_future(real.batcher.submit(prompt, params, rid))
+            yield real._response(gen, list(request.sampling.stop))
+
+    async def main() -> None:
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 << 20),
+                                          ("grpc.max_send_message_length", 64 << 20)])
+        inference_pb2_grpc.add_InferenceServiceServicer_to_server(Aio(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        port_file.write_text(str(port))
+        await server.wait_for_termination()
+
+    asyncio.run(main())
+
+
+def model_section(work: Path, repeats: int) -> dict[str, Any]:
+    """64 single 1-token ``Generate`` calls on the tiny model, per server stack x client style,
+    over the same 64 requests made in-process through ``BatchingGenerator`` (best of ``repeats``,
+    interleaved): what converting the service to grpc.aio would do to ``service_vs_inprocess``."""
+    import torch
+    from ale_proto.v1 import inference_pb2
+    from ale_roll.engines.base import SamplingParams
+    from ale_roll.engines.hf_engine import HFInferenceEngine
+    from ale_roll.engines.inference_client import sampling_to_proto
+    from ale_roll.models import build_tiny_model, load_model
+    from ale_roll.rollout.generation import BatchingGenerator
+
+    path = work / "service-tiny"  # the same model bench/engines.py's service section builds
+    if not (path / "config.json").exists():
+        build_tiny_model(path)
+    params = SamplingParams(max_tokens=1, temperature=0.0, ignore_eos=True)
+    prompts = [[1, 5 + i % 300, 7 + (i * 7) % 300, 9 + (i * 13) % 300] for i in range(CONCURRENCY)]
+    torch.set_num_threads(1)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as `ale up` runs the service
+    sync_port, aio_port = work / "percall-sync.port", work / "percall-aio.port"
+    for f in (sync_port, aio_port):
+        f.unlink(missing_ok=True)
+    procs = [subprocess.Popen([sys.executable, "-m", "ale_roll.cli", "serve-inference", "--model", str(path),
+                               "--port-file", str(sync_port)], env=env, stdout=subprocess.DEVNULL),
+             subprocess.Popen([sys.executable, __file__, "--serve-model", str(path), "--port-file", str(aio_port)],
+                              env=env)]
+    generator = BatchingGenerator(HFInferenceEngine(load_model(path)[0]), max_batch=256, timeout_s=300)
+    clients: dict[str, _Clients] = {}
+    best: dict[str, float] = {}
+    try:
+        deadline = time.monotonic() + 300
+        while not (sync_port.exists() and aio_port.exists() and aio_port.read_text()):
+            if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+                raise RuntimeError("a server did not start")
+            time.sleep(0.2)
+        for mode, f in (("sync", sync_port), ("aio", aio_port)):
+            clients[mode] = _Clients(f"127.0.0.1:{f.read_text()}")
+            sp = sampling_to_proto(params)
+            clients[mode].reqs["stream"] = [inference_pb2.GenerateRequest(prompt_token_ids=p, sampling=sp)
+                                            for p in prompts]
+        loop = clients["sync"].loop
+
+        async def inprocess() -> None:
+            await asyncio.gather(*(generator.generate(p, params) for p in prompts))
+
+        ways: dict[str, Any] = {"inprocess": lambda: loop.run_until_complete(inprocess())}
+        for mode in ("sync", "aio"):
+            for style in ("threads", "aio"):
+                ways[f"{mode}_server/{style}"] = lambda c=clients[mode], s=style: c.run(s, "stream")
+        for fn in ways.values():
+            fn()  # warm-up
+        for _ in range(repeats):
+            for w, fn in ways.items():
+                t0 = time.perf_counter()
+                fn()
+                best[w] = max(best.get(w, 0.0), CONCURRENCY / (time.perf_counter() - t0))
+        clients["sync"].loop.run_until_complete(generator.close())
+    finally:
+        for c in clients.values():
+            c.close()
+        for p in procs:
+            p.terminate()
+            p.wait(30)
+    out: dict[str, Any] = {f"{w}_vs_inprocess": v / best["inprocess"] for w, v in best.items() if w != "inprocess"}
+    out["tokens_per_s"] = best
+    return out
+
+
 def _proc_cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -154,7 +263,7 @@ class _Clients:
         elif kind == "unary":
             self.stub.GenerateBatch(self.reqs[kind], timeout=60)
         else:
-            list(self.stub.Generate(self.reqs[kind], timeout=60))
+            list(self.stub.Generate(self._stream_request(), timeout=60))
 
     async def _aio_call(self, kind: str) -> None:
         if kind == "noop":
@@ -162,8 +271,16 @@ class _Clients:
         elif kind == "unary":
             await self.astub.GenerateBatch(self.reqs[kind], timeout=60)
         else:
-            async for _ in self.astub.Generate(self.reqs[kind], timeout=60):
+            async for _ in self.astub.Generate(self._stream_request(), timeout=60):
                 pass
+
+    def _stream_request(self) -> Any:
+        # One request for every call, or (the model section) a distinct prompt per call in turn.
+        req = self.reqs["stream"]
+        if not isinstance(req, list):
+            return req
+        self._turn = (getattr(self, "_turn", -1) + 1) % len(req)
+        return req[self._turn]
 
     def run(self, style: str, kind: str) -> None:
         """One batch of 64 concurrent calls."""
@@ -209,13 +326,27 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=20, help="batches of 64 concurrent calls per measurement")
     p.add_argument("--repeats", type=int, default=3, help="interleaved measurements of every cell (medians)")
+    p.add_argument("--model-repeats", type=int, default=10,
+                   help="the model section (best of N): 64 single Generate calls on the tiny model per stack; 0 skips it")
+    p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ale-bench-engines"),
+                   help="cache directory for the tiny model (shared with bench/engines.py)")
     p.add_argument("--serve", choices=("sync", "aio"), help=argparse.SUPPRESS)
+    p.add_argument("--serve-model", help=argparse.SUPPRESS)
     p.add_argument("--port-file", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.serve_model:
+        serve_model_aio(args.serve_model, Path(args.port_file))
+        return
     if args.serve:
         serve(args.serve, Path(args.port_file))
         return
-    print(json.dumps(run(args.rounds, args.repeats), indent=1))
+    result: dict[str, Any] = run(args.rounds, args.repeats) if args.repeats else {"load_avg_1m": os.getloadavg()[0]}
+    if args.model_repeats:
+        work = Path(args.work)
+        work.mkdir(parents=True, exist_ok=True)
+        result["model"] = model_section(work, args.model_repeats)
+        result["load_avg_1m_end"] = os.getloadavg()[0]
+    print(json.dumps(result, indent=1))
 
 
 def run(rounds: int, repeats: int) -> dict[str, Any]:
