@@ -47,6 +47,10 @@ def test_the_policy_fills_defaults_and_refuses_more_naming_the_field() -> None:
     with pytest.raises(SandboxSpecRefused, match=r"\[environment\].allowed_hosts: .*pypi.org:443.* no network"):
         SandboxPolicy(task_egress=False).admit(SandboxSpec(allow=(("pypi.org", 443),)))
     assert SandboxPolicy(task_egress=False).admit(SandboxSpec()).allow == ()
+    # The model proxy is the operator's to grant (eval and training do), never a task's.
+    for rule in ("model-proxy", ("Model-Proxy.", 80)):
+        with pytest.raises(SandboxSpecRefused, match=r"(?i)allowed_hosts: model-proxy.* reserved to the operator"):
+            SandboxPolicy().admit(SandboxSpec(allow=(rule,)))
 
 
 def test_local_provider_applies_env_and_the_policy() -> None:

@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ale_rock.egress.admission import MODEL_PROXY_HOST
+
 EgressRule = str | tuple[str, int]
 """``host`` (any port) or ``(host, port)``, as ``ale_rock.sdk.Sandbox.create(allow=...)`` takes it."""
 
@@ -98,6 +100,9 @@ class SandboxPolicy(BaseModel):
     """Whether a task's ``allowlist`` opens egress to its hosts (through the worker's egress gateway,
     which still refuses loopback, private addresses and ALE's own services). False: a task with an
     allow-list is refused; tasks without one run as before."""
+    reserved_hosts: tuple[str, ...] = (MODEL_PROXY_HOST,)
+    """Hosts only the operator grants (the provider's own ``allow``): a task's allow-list naming one
+    is refused, so a task cannot give itself the model proxy where the operator did not."""
 
     def admit(self, spec: SandboxSpec) -> SandboxSpec:
         """``spec`` with the defaults filled in; raises :class:`SandboxSpecRefused` beyond the bounds."""
@@ -115,7 +120,16 @@ class SandboxPolicy(BaseModel):
             raise SandboxSpecRefused(
                 "[environment].allowed_hosts", "the task asks for egress "
                 f"({', '.join(_rule_text(r) for r in spec.allow)}); this operator gives tasks no network")  # fmt: skip
+        reserved = [r for r in spec.allow if _rule_host(r) in self.reserved_hosts]
+        if reserved:
+            raise SandboxSpecRefused(
+                "[environment].allowed_hosts", f"{_rule_text(reserved[0])} is reserved to the operator; a task "
+                "cannot allow it")  # fmt: skip
         return replace(spec, cpu=cpu, memory_bytes=memory)
+
+
+def _rule_host(rule: EgressRule) -> str:
+    return (rule if isinstance(rule, str) else rule[0]).lower().rstrip(".")
 
 
 def _rule_text(rule: EgressRule) -> str:
