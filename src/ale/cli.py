@@ -125,6 +125,7 @@ def eval_(
     admin_address: Annotated[str, typer.Option(help="Existing ale-rock admin (default: start a local one).")] = "",
     admin_api_key: Annotated[str, typer.Option(help="API key for --admin-address.")] = "",
     proxy_address: Annotated[str, typer.Option(help="ModelProxy gRPC address its workers reach.")] = "",
+    backend: Annotated[str, typer.Option(help="Sandbox backend: local | docker (default: the admin's).")] = "",
     out: Annotated[Path | None, typer.Option("--out", help="Output dir (default: runs/eval-<time>).")] = None,
 ) -> None:
     """Run ale-flow on every task of a suite in sandboxes; print Pass@1 per domain; save results.
@@ -145,6 +146,7 @@ def eval_(
             concurrency=concurrency, task_timeout_s=task_timeout, max_turns=max_turns, max_tokens=max_tokens,
             temperature=temperature, tool_format=tool_format, agent_settings=agent_set or [],
             admin_address=admin_address, admin_api_key=admin_api_key, proxy_address=proxy_address, out_dir=out,
+            backend=backend,
         ))  # fmt: skip
     except ValidationError as e:
         console.print(f"[red]invalid options:[/] {'; '.join(err['msg'] for err in e.errors())}")

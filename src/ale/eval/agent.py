@@ -24,6 +24,8 @@ AGENT_ZIP = ".ale_agent/ale_flow.zip"
 TRAJECTORY_MARKER = "===ALE-FLOW-TRAJECTORY==="
 _AGENT_DIR = "/tmp/.ale_agent"
 _TRAJECTORY = "/tmp/.ale_agent/trajectory.jsonl"
+_DOCKER_RUNTIME = "/opt/ale"
+"""ale_rock.backends.docker_runtime.RUNTIME_ROOT (not imported: this module stays light)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -81,11 +83,15 @@ def agent_command(
         argv.append("--text-tools")
     for o in overrides:
         argv += ["-c", o]
-    run = " ".join(shlex.quote(a) for a in argv)
+    run = " ".join(['"$ALE_PY"', *(shlex.quote(a) for a in argv[1:])])
     return (
         f"mkdir -p {_AGENT_DIR} && mv {AGENT_ZIP} {_AGENT_DIR}/ && rmdir .ale_agent && "
         # No pydantic plugins: looking for them reads every installed package's metadata (~60 ms a start).
         f"export PYTHONPATH={_AGENT_DIR}/ale_flow.zip PYTHONDONTWRITEBYTECODE=1 PYDANTIC_DISABLE_PLUGINS=__all__ && "
+        # bubblewrap sandboxes see the host's interpreter; a docker sandbox has the image's python3 and
+        # the worker's site-packages read-only under /opt/ale (docker_runtime.RUNTIME_ROOT), ale-flow's deps too.
+        f"ALE_PY={shlex.quote(python)}; if [ ! -x \"$ALE_PY\" ]; then ALE_PY=python3; "
+        f"for d in {_DOCKER_RUNTIME}/p*; do PYTHONPATH=\"$PYTHONPATH:$d\"; done; fi; "
         # the agent's own stdout goes to stderr: stdout carries only the marker and the trajectory
         f'{run} --base-url "$OPENAI_BASE_URL" --model "$OPENAI_MODEL" 1>&2; rc=$?; '
         f"echo {TRAJECTORY_MARKER}; cat {_TRAJECTORY} 2>/dev/null; exit $rc"

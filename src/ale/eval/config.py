@@ -55,6 +55,10 @@ class EvalConfig(BaseModel):
     proxy_address: str = ""
     """gRPC address of the ModelProxy that ``admin_address``'s workers reach as ``model-proxy``
     (required with ``admin_address``; with a LocalCluster the proxy runs in-process)."""
+    backend: Literal["", "local", "docker"] = ""
+    """The sandboxes' backend ("" = the admin's default). ``docker`` (needs ``admin_address``): a
+    task's ``environment/Dockerfile`` whose ``FROM`` image is local is built through EnvHub and its
+    episodes start from the built image, as ``ale-rock tasks run --backend docker`` does."""
     out_dir: Path | None = None
     """Where results go; default ``$ALE_RUNS/eval-<time>`` (``./runs``)."""
     local_dtype: str = "float32"
@@ -69,6 +73,8 @@ class EvalConfig(BaseModel):
             raise ValueError("--model is required with --base-url")
         if self.admin_address and not self.proxy_address:
             raise ValueError("--admin-address needs --proxy-address (the ModelProxy its workers reach)")
+        if self.backend == "docker" and not self.admin_address:
+            raise ValueError("--backend docker needs --admin-address (the local cluster has bubblewrap workers)")
         return self
 
     @property

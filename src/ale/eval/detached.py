@@ -38,6 +38,16 @@ class DetachedExecProvider:
         self.wait_s = min(wait_s, _SHORT_S - 5)  # one poll call stays a short call
         self.jobs_dir = jobs_dir  # inside the sandbox: its own /tmp, never the work dir the tests see
 
+    @property
+    def client(self) -> Any:
+        """The inner provider's SDK client (the episode runner builds Dockerfiles through it)."""
+        return getattr(self.inner, "client", None)
+
+    @property
+    def backend(self) -> str:
+        """The inner provider's sandbox backend ("" = the server's default)."""
+        return str(getattr(self.inner, "backend", ""))
+
     def create(self, labels: Mapping[str, str] | None = None, spec: SandboxSpec | None = None) -> str:
         return self.inner.create(labels, spec)
 

@@ -179,7 +179,9 @@ def run_eval(cfg: EvalConfig, progress: Callable[[int, int, EpisodeResult], None
 
         # Each sandbox as its task's [environment] asks (image, work dir, env, CPUs, memory, its
         # allow-list beside the model proxy), within the policy: the same spec as `tasks run`.
-        sdk = SdkProvider(ep.admin_address, ep.admin_api_key, allow=("model-proxy",), policy=sandbox_policy(cfg))
+        # On docker, a Dockerfile task is built through EnvHub once (the episode runner's build phase).
+        sdk = SdkProvider(ep.admin_address, ep.admin_api_key, allow=("model-proxy",), policy=sandbox_policy(cfg),
+                          backend=cfg.backend)  # fmt: skip
         provider = DetachedExecProvider(sdk)
         proxy = ModelProxyClient(ep.proxy_address)
 

@@ -1,6 +1,8 @@
 """One agent episode, six phases, each under a timeout:
 
-1. **setup** — a fresh sandbox from the provider with the task's files and setup script;
+1. **setup** — a fresh sandbox from the provider with the task's files and setup script (on the
+   docker backend, a task's ``environment/Dockerfile`` is first built through EnvHub, once per
+   task and process, when its ``FROM`` image is local: phase ``build``);
 2. **open** — a ModelProxy episode bound to that sandbox, forwarding to the upstream model;
 3. **agent** — the :class:`~ale_rock.episode.agents.Agent` runs with the episode's OpenAI base URL
    and key, within its budget;
@@ -25,6 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from ale_rock.envs.sandbox import CommandOutput, ProviderRunner, SandboxProvider, SandboxSpec
@@ -186,6 +189,10 @@ def run_episode(
             out.phase_s[name] = round(time.monotonic() - t0, 4)
 
     try:
+        if _builds(task, provider):  # docker: the task's Dockerfile built through EnvHub, once per task
+            task = timed("build", task.environment.build_timeout_s + timeouts.margin_s, lambda: _build(task, provider))
+            if runner.spec is not None and not runner.spec.image:
+                runner.spec = replace(runner.spec, image=task.environment.built_image)
         timed("setup", timeouts.setup_s or limits.setup_s + timeouts.margin_s, lambda: setup_task(task, runner))
         out.sandbox_id = sid = runner.sandbox_id
         ep = timed("open", timeouts.open_s, lambda: proxy.open_episode(
@@ -224,6 +231,26 @@ def run_episode(
         out.safety_events = events
         out.wall_s = round(time.monotonic() - t_start, 4)
     return out
+
+
+def _builds(task: Any, provider: SandboxProvider) -> bool:
+    """Whether the provider's sandboxes are docker ones that start ``task`` from an EnvHub build."""
+    from ale_rock.tasks.envhub_build import needs_build
+
+    env = getattr(task, "environment", None)
+    return env is not None and getattr(provider, "client", None) is not None and needs_build(
+        task, str(getattr(provider, "backend", "")))
+
+
+def _build(task: Any, provider: Any) -> Any:
+    """``tasks run``'s one path (:func:`ale_rock.tasks.envhub_build.prepare_task`); a failed build is
+    the episode's ``setup_failed`` error."""
+    from ale_rock.tasks.envhub_build import prepare_task
+
+    try:
+        return prepare_task(task, provider.client, str(provider.backend))
+    except Exception as e:
+        raise EpisodeError(ErrorKind.SETUP_FAILED, f"environment/Dockerfile: {e}", "setup") from e
 
 
 _PROBED = (ErrorKind.INTERNAL, ErrorKind.VERIFIER_FAILED, ErrorKind.SETUP_FAILED, ErrorKind.AGENT_FAILED,

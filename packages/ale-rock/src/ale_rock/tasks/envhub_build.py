@@ -15,6 +15,7 @@ import hashlib
 import logging
 import shlex
 import subprocess
+import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,44 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ale_rock.tasks")
 SANDBOX_UID = 1000
+_built: dict[tuple[str, str, str], str] = {}
+"""(admin address, task id, Dockerfile digest) -> the image EnvHub built, in this process."""
+_building: dict[tuple[str, str, str], threading.Lock] = {}
+_guard = threading.Lock()
+
+
+def needs_build(task: Task, backend: str) -> bool:
+    """Whether ``task``'s sandboxes on ``backend`` start from an EnvHub build of its Dockerfile (the
+    docker backend, a Dockerfile, no image built yet); whether its ``FROM`` is local is checked later."""
+    e = task.environment
+    return backend == "docker" and bool(e.dockerfile) and not e.built_image
+
+
+def prepare_task(task: Task, client: Client, backend: str) -> Task:
+    """The task as its sandboxes on ``backend`` start it: on docker, its Dockerfile built through
+    EnvHub when the ``FROM`` image is local (:func:`build_if_local`), else unchanged (substitution).
+
+    The one path of ``ale-rock tasks run`` and of the episode runner behind ``ale eval`` and training.
+    Built once per task and process: concurrent episodes of a task wait for the one build, later
+    ones reuse its image (EnvHub itself also caches by the spec's digest)."""
+    if not needs_build(task, backend):
+        return task
+    key = (client.settings.address, task.id, _digest(task))
+    with _guard:
+        lock = _building.setdefault(key, threading.Lock())
+    with lock:
+        image = _built.get(key)
+        if image is None:
+            built = build_if_local(task, client)
+            if not built.environment.built_image:
+                return built  # FROM not local (nothing cached: it may be loaded later)
+            image = _built[key] = built.environment.built_image
+    return replace(task, environment=replace(task.environment, built_image=image))
+
+
+def _digest(task: Task) -> str:
+    e = task.environment
+    return hashlib.sha256((e.dockerfile or "").encode() + repr(sorted(e.context.items())).encode()).hexdigest()[:12]
 
 
 def image_exists(image: str) -> bool:
@@ -82,7 +121,7 @@ def build_if_local(task: Task, client: Client) -> Task:
     base = e.from_image
     if not base or stage_count(e.dockerfile_steps) > 1 or not image_exists(base):
         return task
-    digest = hashlib.sha256((e.dockerfile or "").encode() + repr(sorted(e.context.items())).encode()).hexdigest()[:12]
+    digest = _digest(task)
     name = f"task-{task.id}"[:100].replace("_", "-")
     spec = EnvSpecModel(name=name, version=digest, description=f"environment/Dockerfile of task {task.id}",
                         base=BaseSource(docker_image=base), setup=setup_commands(task), env=dict(e.env),

@@ -107,10 +107,10 @@ def runner_factory_for(
                 f"{task.id}: [environment].docker_image {e.docker_image!r} needs the docker backend (--backend docker); "
                 "the local backend has only ALE's base environment"
             )
-        if backend == "docker" and envhub and e.dockerfile and not e.built_image:
-            from ale_rock.tasks.envhub_build import build_if_local
+        if envhub:
+            from ale_rock.tasks.envhub_build import prepare_task
 
-            task = build_if_local(task, client)
+            task = prepare_task(task, client, backend)
         kw = policy.admit(sandbox_spec(task)).for_backend(backend).create_kwargs()
         from_image = bool(kw["image"])
         runner = SandboxRunner.create(client, backend=backend, **kw)
