@@ -20,6 +20,8 @@ def test_exactly_one_upstream_and_the_names_it_needs() -> None:
         EvalConfig(base_url="http://x/v1")
     with pytest.raises(ValidationError, match="--proxy-address"):
         EvalConfig(inference_address="h:1", admin_address="h:2")
+    with pytest.raises(ValidationError, match="--backend docker needs --admin-address"):
+        EvalConfig(inference_address="h:1", backend="docker")
     openai = EvalConfig(base_url="http://x/v1", model="m")
     assert (openai.upstream, openai.native_tools, openai.effective_split) == ("openai", True, "held_out")
     ours = EvalConfig(inference_address="h:1", suite="/some/dir")
