@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,17 @@ def load_config(path: Path | None, overrides: list[str]) -> UpConfig:
     return cfg
 
 
+def without_other_loss_config(base: Mapping[str, Any], roll: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` (an ale-roll config mapping) without its ``algorithm.config`` when ``roll`` picks
+    another ``algorithm.loss``: that config belongs to the base's loss (IPA's ``gamma`` is unknown to
+    REINFORCE), so ``job.roll.algorithm.loss=reinforce`` starts from REINFORCE's defaults instead of
+    failing on IPA's keys. ``roll``'s own ``algorithm.config`` still merges on top."""
+    algo, new = base.get("algorithm"), roll.get("algorithm")
+    if not isinstance(algo, dict) or not isinstance(new, dict) or new.get("loss", algo.get("loss")) == algo.get("loss"):
+        return dict(base)
+    return {**base, "algorithm": {k: v for k, v in algo.items() if k != "config"}}
+
+
 def check_roll_config(job: JobConfig) -> None:
     """Validate the job's ale-roll config (embedded default or `roll_config`, then `roll`) as the
     pipeline will build it; ConfigError names `job.roll` or the file that sets the bad key."""
@@ -110,5 +122,6 @@ def check_roll_config(job: JobConfig) -> None:
     else:
         text = resources.files("ale.job").joinpath("default_roll.yaml").read_text()
         first, config_dir = ("ale/job/default_roll.yaml", yaml.safe_load(text)), Path(".")
+    first = (first[0], without_other_loss_config(first[1], job.roll))
     load_layers(RunConfig, [("defaults", {"config_dir": str(config_dir)}), first, ("job.roll", job.roll)],
                 default=first[0])

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import yaml
 from ale_proto.config import deep_merge, read_mapping
 
-from ale.config import JobConfig
+from ale.config import JobConfig, without_other_loss_config
 from ale.job.report import plot_job_curves, read_metrics, stage_entry
 
 
@@ -60,7 +60,7 @@ def roll_raw(cfg: JobConfig) -> dict[str, Any]:
         raw = read_mapping(cfg.roll_config)  # ConfigError naming the file, not a traceback
     else:
         raw = yaml.safe_load(resources.files("ale.job").joinpath("default_roll.yaml").read_text())
-    return deep_merge(raw, cfg.roll)
+    return deep_merge(without_other_loss_config(raw, cfg.roll), cfg.roll)
 
 
 def prepare_model(run_dir: Path, cfg: JobConfig) -> Path:
