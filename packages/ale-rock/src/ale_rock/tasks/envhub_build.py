@@ -54,7 +54,7 @@ def prepare_task(task: Task, client: Client, backend: str) -> Task:
         lock = _building.setdefault(key, threading.Lock())
     with lock:
         image = _built.get(key)
-        if image is None or not image_exists(image):  # an image removed since is built again
+        if image is None:  # (an EnvHub reference, name:version, that the Admin resolves)
             built = build_if_local(task, client)
             if not built.environment.built_image:
                 return built  # FROM not local (nothing cached: it may be loaded later)
