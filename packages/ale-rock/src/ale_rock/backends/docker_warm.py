@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ from ale_rock.backends.base import Limits, SandboxConfig, SandboxHandle
 from ale_rock.backends.docker_config import _with_defaults
 from ale_rock.backends.docker_index import Entry, SandboxIndex, _read_settings, _write_namespace, read_entry
 from ale_rock.backends.docker_pool import WarmPools
-from ale_rock.backends.docker_runtime import ROCKLET_SOCKET_NAME, SETTINGS_NAME, write_settings
+from ale_rock.backends.docker_runtime import SETTINGS_NAME, write_settings
 
 if TYPE_CHECKING:
     from ale_rock.backends.docker_config import DockerBackendConfig
@@ -139,10 +138,6 @@ class WarmPoolMixin:
         entry = read_entry(src)
         if entry.key != key or not entry.container_id:
             raise FileNotFoundError(f"warm slot {key} has no container record")
-        # A slot whose Rocklet died while idle is not handed out: a connect(2) tells, in µs.
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.settimeout(1.0)
-            probe.connect(str(src / "sock" / ROCKLET_SOCKET_NAME))
         token = _read_settings(src).get("egress_token", "") or uuid.uuid4().hex
         # The Rocklet re-reads its settings on the next call: the sandbox's env applies from the
         # very first command.
