@@ -11,8 +11,8 @@ each create timed once the pools have refilled (``create_warm_*``, also ``create
 ``create_warm_rpc_*`` and ``create_warm_first_exec_*`` split it). One ``docker run --rm`` of the
 sandboxes' image is timed before every create of both runs (``docker_run_p50_ms``), so the ratios
 (``create_cold_vs_docker_run``, ``create_warm_vs_docker_run``) compare samples taken under the same
-load; the load average is part of the result. Docker defaults: ``--concurrent 0 --iterations 10``,
-with the backend's default limits (about a minute on a quiet 2-core machine).
+load; the load average is part of the result. Docker defaults: ``--concurrent 0 --iterations 10``
+(about a minute on a quiet 2-core machine, under 3 minutes loaded).
 """
 
 from __future__ import annotations
@@ -327,12 +327,9 @@ async def _concurrent(cluster: Any, cfg: BenchConfig, kw: dict[str, Any], failur
     return {"concurrent": alive, "concurrent_create_s": round(created_s, 3)}
 
 
-DOCKER_DEFAULTS: dict[str, Any] = {"concurrent": 0, "iterations": 10, "docker_runs": 10, "cpu": 1.0, "memory": "512Mi"}
-"""``--backend docker``'s defaults: a minute or so on a quiet machine (each sample is a container).
-The sandboxes get the backend's default limits (1 CPU, 512 MiB; ``docker run`` has none): under a
-0.1-CPU quota the Rocklet's ~150 ms of start-up CPU alone takes 1.5 s, which is the quota, not
-the backend."""
-LOCAL_DEFAULTS: dict[str, Any] = {"concurrent": 100, "iterations": 50, "docker_runs": 10, "cpu": 0.1, "memory": "128Mi"}
+DOCKER_DEFAULTS = {"concurrent": 0, "iterations": 10, "docker_runs": 10}
+"""``--backend docker``'s defaults: a minute or so on a quiet machine (each sample is a container)."""
+LOCAL_DEFAULTS = {"concurrent": 100, "iterations": 50, "docker_runs": 10}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -346,7 +343,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--pool-size", type=int, default=None, help="the worker's warm pool floor (0 = pools off)")
     args = p.parse_args(argv)
     defaults = DOCKER_DEFAULTS if args.backend == "docker" else LOCAL_DEFAULTS
-    given = {k: getattr(args, k) for k in defaults if getattr(args, k, None) is not None}
+    given = {k: getattr(args, k) for k in defaults if getattr(args, k) is not None}
     cfg = BenchConfig(**{**defaults, **given}, backend=args.backend, pool_size=args.pool_size)
     load_before = os.getloadavg()
     if cfg.backend == "docker" and cfg.pool_size is None:
