@@ -9,7 +9,7 @@ Sizing: each shape keeps ``max(floor, claims in the last window)`` slots, capped
 total, so a shape that is asked for often (a task's own image, the benchmark's limits) gets a pool
 of its own without configuration, and one nobody asks for any more shrinks back to its floor.
 Several refill threads start slots in parallel so back-to-back creates do not drain a pool faster
-than it refills. A claim holds its shape's refills and discards back for ``refill_delay_s`` (once per window of
+than it refills. A claim holds its shape's refills back for ``refill_delay_s`` (once per window of
 that length, so a stream of claims cannot starve the refill): starting a container costs the engine
 and the new Rocklet a few hundred ms of CPU, which would otherwise land on the claimed sandbox's
 first commands.
@@ -162,9 +162,8 @@ class WarmPools:
         for shape, s in self._shapes.items():
             have = len(s.ready) + len(s.pending)
             want = self._target(s, now)
-            # Shrink: demand went away; the oldest surplus slot goes (idle for a whole window), not
-            # while a claim holds the shape back (removing a container costs the engine CPU too).
-            if len(s.ready) and have > want and now - s.ready[0][1] > self.window_s and now >= s.retry_at:
+            # Shrink: demand went away; the oldest surplus slot goes (idle for a whole window).
+            if len(s.ready) and have > want and now - s.ready[0][1] > self.window_s:
                 key = s.ready.pop(0)[0]
                 return key, None
             if want - have > best_short and now >= s.retry_at:
