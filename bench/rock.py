@@ -61,8 +61,6 @@ class BenchConfig(BaseModel):
     wait_for_pool: bool = False
     """Docker: time each create only once the worker's warm pools have settled (every slot
     started), so the figure is a warm claim and not a race with the refill."""
-    exec_rtt: bool = True
-    """Measure the exec round trip (the docker cold run skips it: the warm run measures it)."""
     interleave_docker_run: bool = False
     """Time one ``docker run --rm`` before each create (instead of ``docker_runs`` after them), so
     the baseline and the creates share the load of the moment."""
@@ -193,19 +191,18 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
         result["create_rpc_p50_ms"] = _pct(rpc, 0.5)
         result["first_exec_p50_ms"] = _pct([c - r for c, r in zip(create, rpc, strict=True)], 0.5)
 
-        result["exec_rtt_p50_ms"] = result["exec_rtt_p99_ms"] = None
-        if cfg.exec_rtt:
-            say(f"exec round trip × {cfg.iterations * 4}")
-            try:
-                with Sandbox.create(client=client, **kw) as sb:  # type: ignore[arg-type]
-                    sb.exec(COMMAND)
-                    rtt = _timed(lambda: sb.exec(COMMAND), cfg.iterations * 4)
-                    direct = _direct_worker_rtt(cluster, sb.id, cfg.iterations * 4)
-                result["exec_rtt_p50_ms"], result["exec_rtt_p99_ms"] = _pct(rtt, 0.5), _pct(rtt, 0.99)
-                # the same exec sent straight to the worker's Rocklet proxy: the Admin hop is the difference
-                result["worker_direct_exec_p50_ms"] = _pct(direct, 0.5)
-            except Exception as e:
-                failures.append(f"exec: {e}")
+        say(f"exec round trip × {cfg.iterations * 4}")
+        try:
+            with Sandbox.create(client=client, **kw) as sb:  # type: ignore[arg-type]
+                sb.exec(COMMAND)
+                rtt = _timed(lambda: sb.exec(COMMAND), cfg.iterations * 4)
+                direct = _direct_worker_rtt(cluster, sb.id, cfg.iterations * 4)
+            result["exec_rtt_p50_ms"], result["exec_rtt_p99_ms"] = _pct(rtt, 0.5), _pct(rtt, 0.99)
+            # the same exec sent straight to the worker's Rocklet proxy: the Admin hop is the difference
+            result["worker_direct_exec_p50_ms"] = _pct(direct, 0.5)
+        except Exception as e:
+            failures.append(f"exec: {e}")
+            result["exec_rtt_p50_ms"] = result["exec_rtt_p99_ms"] = None
 
         say(f"{cfg.concurrent} sandboxes held at once")
         result["concurrent"] = 0
@@ -361,7 +358,7 @@ def docker_cold_and_warm(cfg: BenchConfig, progress: bool = True) -> dict[str, A
     (``create_warm_*`` = ``create_*``). Each run times a ``docker run --rm`` before every create;
     ``docker_run_p50_ms`` is the median of all of them, the baseline of both ratios."""
     both = {"interleave_docker_run": True}
-    cold = run_bench(cfg.model_copy(update={**both, "pool_size": 0, "concurrent": 0, "exec_rtt": False}), progress)
+    cold = run_bench(cfg.model_copy(update={**both, "pool_size": 0, "concurrent": 0}), progress)
     warm = run_bench(cfg.model_copy(update={**both, "pool_size": 2, "wait_for_pool": True}), progress)
     out = dict(warm)
     out["create_warm_p50_ms"], out["create_warm_p99_ms"] = warm.get("create_p50_ms"), warm.get("create_p99_ms")
