@@ -57,6 +57,8 @@ class ImageCache:
         self._closed = threading.Event()
         self._stream: Any = None
         self._threads: list[threading.Thread] = []
+        self.lookups = 0
+        """Engine ``inspect_image`` calls made (tests and the step timings read it)."""
 
     @property
     def live(self) -> bool:
@@ -106,6 +108,7 @@ class ImageCache:
     # -- background -------------------------------------------------------------------------------
 
     def _inspect(self, name: str) -> ImageInfo:
+        self.lookups += 1
         raw = self._api.inspect_image(name)
         labels = (raw.get("Config") or {}).get("Labels") or {}
         return ImageInfo(id=str(raw["Id"]), labels=dict(labels), size=int(raw.get("Size", 0)))
@@ -119,13 +122,10 @@ class ImageCache:
                 self._closed.wait(1.0)
                 continue
             with self._lock:
-                if self._closed.is_set():  # close() ran while we subscribed: it saw no stream
-                    stream.close()
-                    return
                 self._stream = stream
                 self._generation += 1
                 self._cache.clear()  # nothing learnt before the subscription is trusted
-                self._live = True
+                self._live = not self._closed.is_set()
             try:
                 for _event in stream:
                     self.invalidate()
