@@ -70,9 +70,6 @@ class DockerBackendConfig(BaseModel):
     """How far back demand is counted; a surplus slot idle this long is discarded."""
     pool_refillers: int = Field(default=2, ge=1, le=16)
     """Warm sandboxes started in parallel, so back-to-back creates do not outrun the refill."""
-    pool_refill_delay_s: float = Field(default=0.25, ge=0, le=5)
-    """After a claim, its shape's refill waits this long (at most once per such interval), so the
-    claimed sandbox's first commands do not share the CPU with a container starting up."""
     disk_quota: Literal["require", "per_file"] = "require"
     """How ``disk_bytes`` binds. ``require``: the container's layer gets ``--storage-opt size=``
     (btrfs, zfs, overlay2 on xfs+pquota: ``scripts/docker_engine.sh`` starts such an engine); an

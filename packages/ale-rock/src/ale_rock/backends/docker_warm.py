@@ -67,7 +67,6 @@ class WarmPoolMixin:
             window_s=c.pool_window_s,
             refillers=c.pool_refillers,
             enabled=c.pool_size > 0,
-            refill_delay_s=c.pool_refill_delay_s,
         )
 
     def _poolable(self, config: SandboxConfig) -> bool:
