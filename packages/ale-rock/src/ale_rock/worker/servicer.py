@@ -38,9 +38,6 @@ class SandboxTable:
         self.sockets: dict[str, str] = {}
         self.granted: dict[str, Limits] = {}
         """Resources each sandbox asked for (0 = the worker's default), for free-capacity reports."""
-        self.known: set[str] | None = None
-        """Every sandbox the backend holds, kept by StartSandbox and remove so a create needs no
-        ``backend.list()`` (a container listing per create on docker); None until first needed."""
 
 
 class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
@@ -175,23 +172,9 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
                 crashed.append(sid)
         return crashed
 
-    def _known(self, resync: bool = False) -> set[str]:
-        """The worker's count of its sandboxes (call under ``_start_lock``): from the backend's
-        listing the first time and when ``resync``, kept up to date by StartSandbox and remove."""
-        with self.table.lock:
-            known = self.table.known
-        if known is None or resync:
-            listed = set(self.backend.list())
-            with self.table.lock:
-                self.table.known = known = listed
-        return known
-
     def remove(self, sandbox_id: str) -> None:
         """Remove a sandbox and forget it everywhere."""
         self.backend.remove(sandbox_id)
-        with self.table.lock:
-            if self.table.known is not None:
-                self.table.known.discard(sandbox_id)
         self.gateway.forget(sandbox_id)
         self._on_removed(sandbox_id)
         with self.table.lock:
@@ -208,16 +191,11 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         self._check_id(context, sid, must_exist=False)
         config = self.config_of(request.spec, context)
         config.namespace = request.namespace  # scopes the images it may start from and its commits
-        # No listing per create: the worker's own count answers; the backend's listing is asked
-        # only for a repeated id (an idempotent retry) or at the limit, so neither check loosens.
-        with self._start_lock:
-            repeated = sid in self._known() and sid in self._known(resync=True)
-        if repeated:
+        if sid in self.backend.list():
             state, message = self.status_of(sid)
             return worker_pb2.StartSandboxResponse(state=state, message=message)  # type: ignore[arg-type]
         with self._start_lock:
-            full = len(self._known()) + self._starting >= self.max_sandboxes
-            if full and len(self._known(resync=True)) + self._starting >= self.max_sandboxes:
+            if len(self.backend.list()) + self._starting >= self.max_sandboxes:
                 abort(
                     context,
                     make_error(
@@ -247,8 +225,6 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         rules = [Rule(r.host, r.port) for r in config.allow]
         self.gateway.register(sid, handle.extra.get("egress_token", ""), rules)
         with self.table.lock:
-            if self.table.known is not None:
-                self.table.known.add(sid)
             self.table.namespace[sid] = request.namespace
             self.table.sockets[sid] = str(handle.rocklet_socket)
             self.table.granted[sid] = config.limits
