@@ -9,68 +9,46 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from ale_rock.backends.docker_engine import engine_problem
 from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = "echo BAKED=$(cat /opt/baked/seed.txt); echo OWNER=$(stat -c %U /opt/baked/seed.txt); echo MODE=$MODE; echo ok > done.txt"
 
 
-def _engine_up() -> bool:
-    try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+_PROBLEM = engine_problem()
+pytestmark = [pytest.mark.docker, pytest.mark.skipif(bool(_PROBLEM), reason=_PROBLEM)]
 
 
-pytestmark = [pytest.mark.docker, pytest.mark.skipif(not _engine_up(), reason="no running Docker engine")]
-
-
-class Scripted(BaseHTTPRequestHandler):
+class Scripted:
     """Turn 1: the probe as one shell tool call (and what the Admin says the live sandbox's image
     is); turn 2: keeps the tool result and stops."""
 
-    protocol_version = "HTTP/1.1"
     seen: dict[str, str] = {}
     images: list[str] = []
     cluster: Any = None
 
-    def log_message(self, *a: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
+    @staticmethod
+    def reply(body: dict[str, Any], _auth: str) -> str | list[tuple[str, dict[str, Any]]]:
         from ale_rock.sdk import Sandbox
 
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         tool = [m for m in body["messages"] if m["role"] == "tool"]
         if tool:
             Scripted.seen["out"] = str(tool[-1]["content"])
-            msg: dict[str, Any] = {"role": "assistant", "content": "done"}
-        else:
-            c = Scripted.cluster
-            live = Sandbox.list(address=c.address, api_key=c.api_key(), states=("running",))
-            Scripted.images = [s.image for s in live if s.labels.get("ale.episode")]
-            call = {"id": "c0", "type": "function", "function": {"name": "shell", "arguments": json.dumps({"command": PROBE})}}
-            msg = {"role": "assistant", "content": "", "tool_calls": [call]}
-        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-               "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if "tool_calls" in msg else "stop"}],
-               "usage": {"prompt_tokens": 10, "completion_tokens": 5}}  # fmt: skip
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            return "done"
+        c = Scripted.cluster
+        live = Sandbox.list(address=c.address, api_key=c.api_key(), states=("running",))
+        Scripted.images = [s.image for s in live if s.labels.get("ale.episode")]
+        return [("shell", {"command": PROBE})]
 
 
 @pytest.fixture(scope="module")
-def docker_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def docker_stack(tmp_path_factory: pytest.TempPathFactory, scripted_chat: Any) -> Iterator[dict[str, Any]]:
     """A ModelProxy (agents reach it as http://model-proxy), a docker-backend LocalCluster whose
     worker maps that host to it, and the scripted model server the proxy forwards to."""
     from ale_rock.local_cluster import LocalCluster, real_worker_argv
@@ -79,18 +57,15 @@ def docker_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     subprocess.run(["bash", str(REPO / "scripts" / "build_base_image.sh")], check=True, timeout=900)
     proxy = serve_model_proxy(ModelProxyConfig(public_base_url="http://model-proxy:80", require_sandbox_header=True,
                                                retries=0))  # fmt: skip
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    model_url = scripted_chat(Scripted.reply)
     argv = real_worker_argv({"backend": "docker", "pool_size": 0, "model_proxy_address": proxy.http_url.removeprefix("http://")})
     try:
         with LocalCluster(workers=0, workdir=tmp_path_factory.mktemp("eval-docker"), worker_argv=argv,
                           start_timeout_s=120) as c:  # fmt: skip
             c.start_worker("ed")
             Scripted.cluster = c
-            yield {"cluster": c, "proxy": proxy.grpc_address, "model": f"http://127.0.0.1:{srv.server_address[1]}/v1"}
+            yield {"cluster": c, "proxy": proxy.grpc_address, "model": model_url}
     finally:
-        srv.shutdown()
-        srv.server_close()
         proxy.stop(0)
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -37,38 +35,22 @@ def _egress_fixtures() -> Any:
     return mod
 
 
-class Scripted(BaseHTTPRequestHandler):
+class Scripted:
     """Turn 1: one shell tool call (the probe of the task named in the prompt); turn 2: keeps the
     tool result and stops."""
 
-    protocol_version = "HTTP/1.1"
     probes: dict[str, str] = {}
     seen: dict[str, str] = {}
 
-    def log_message(self, *a: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    @staticmethod
+    def reply(body: dict[str, Any], _auth: str) -> str | list[tuple[str, dict[str, Any]]]:
         text = json.dumps(body["messages"])
-        name = next(n for n in self.probes if f"probe-{n}" in text)
+        name = next(n for n in Scripted.probes if f"probe-{n}" in text)
         tool = [m for m in body["messages"] if m["role"] == "tool"]
         if tool:
             Scripted.seen[name] = str(tool[-1]["content"])
-            msg: dict[str, Any] = {"role": "assistant", "content": "done"}
-        else:
-            call = {"id": "c0", "type": "function",
-                    "function": {"name": "shell", "arguments": json.dumps({"command": self.probes[name]})}}
-            msg = {"role": "assistant", "content": "", "tool_calls": [call]}
-        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-               "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if "tool_calls" in msg else "stop"}],
-               "usage": {"prompt_tokens": 10, "completion_tokens": 5}}  # fmt: skip
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            return "done"
+        return [("shell", {"command": Scripted.probes[name]})]
 
 
 def _task(root: Path, name: str, allowed: str, network: bool) -> None:
@@ -96,15 +78,11 @@ def far() -> Iterator[tuple[str, str]]:
 
 
 @pytest.fixture()
-def scripted(far: tuple[str, str]) -> Iterator[str]:
+def scripted(far: tuple[str, str], scripted_chat: Any) -> str:
     allowed, other = far
     Scripted.probes = {n: PROBE.format(allowed=allowed, other=other) for n in ("open", "closed")}
     Scripted.seen = {}
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
-    srv.server_close()
+    return str(scripted_chat(Scripted.reply))
 
 
 def _lines(text: str) -> dict[str, str]:

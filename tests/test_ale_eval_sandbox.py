@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,54 +20,32 @@ pytestmark = [
 SOLVED, GIVEN_UP = "binary-search-bounds", "nim-winning-move"
 
 
-class Scripted(BaseHTTPRequestHandler):
+class Scripted:
     """Turn 1: write the reference solution of a task it knows (native tool call); then stop."""
 
-    protocol_version = "HTTP/1.1"
     solutions: dict[str, dict[str, str]] = {}
     requests: list[dict[str, Any]] = []
     auth: list[str] = []
 
-    def log_message(self, *a: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    @staticmethod
+    def reply(body: dict[str, Any], auth: str) -> str | list[tuple[str, dict[str, Any]]]:
         Scripted.requests.append(body)
-        Scripted.auth.append(self.headers.get("Authorization", ""))
+        Scripted.auth.append(auth)
         prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        files = next((f for p, f in self.solutions.items() if p in prompt), None)
-        answered = any(m["role"] == "assistant" for m in body["messages"])
-        if files and not answered:
-            calls = [{"id": f"c{i}", "type": "function",
-                      "function": {"name": "write_file", "arguments": json.dumps({"path": p, "content": c})}}
-                     for i, (p, c) in enumerate(files.items())]  # fmt: skip
-            msg: dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": calls}
-        else:
-            msg = {"role": "assistant", "content": "done" if files else "I give up."}
-        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-               "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if "tool_calls" in msg else "stop"}],
-               "usage": {"prompt_tokens": 10, "completion_tokens": 5}}  # fmt: skip
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        files = next((f for p, f in Scripted.solutions.items() if p in prompt), None)
+        if files and not any(m["role"] == "assistant" for m in body["messages"]):
+            return [("write_file", {"path": p, "content": c}) for p, c in files.items()]
+        return "done" if files else "I give up."
 
 
 @pytest.fixture()
-def scripted_server() -> Iterator[str]:
+def scripted_server(scripted_chat: Any) -> str:
     from ale_rock.tasks import load_suite
 
     task = next(t for t in load_suite() if t.id == SOLVED)
     Scripted.solutions = {task.spec.prompt.strip().splitlines()[0]: {k: v.decode() for k, v in task.solution.items()}}
     Scripted.requests, Scripted.auth = [], []
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
-    srv.server_close()
+    return str(scripted_chat(Scripted.reply))
 
 
 def test_eval_counts_pass_at_1_per_domain_and_saves_everything(scripted_server: str, tmp_path: Path) -> None:

@@ -3,37 +3,23 @@ shell tool calls in bubblewrap sandboxes, the baseline workload beside them, and
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "agent_budget.py"
 
-
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_agent_budget", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_agent_budget"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_budget_arithmetic() -> None:
-    b = _bench().budget(5.0, rl_episodes=3900, eval_episodes=900, synthesis_episodes=300, fixed_s=90.0)
+def test_budget_arithmetic(bench_module: Any) -> None:
+    b = bench_module("agent_budget").budget(5.0, rl_episodes=3900, eval_episodes=900, synthesis_episodes=300, fixed_s=90.0)
     assert b["episodes"] == 5100 and b["needed_episodes_per_s"] == round(5100 / 810, 2)
     assert b["projected_job_s"] == 90.0 + 5100 / 5.0 and b["fits"] is False
-    assert _bench().budget(10.0, 3900, 900, 300, 90.0)["fits"] is True
+    assert bench_module("agent_budget").budget(10.0, 3900, 900, 300, 90.0)["fits"] is True
 
 
-def test_lock_episodes_run_their_tool_calls_in_sandboxes() -> None:
+def test_lock_episodes_run_their_tool_calls_in_sandboxes(bench_module: Any) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed: no sandboxes")
-    out = _bench().run(2, [1], guesses=2, baseline_n=1)
+    out = bench_module("agent_budget").run(2, [1], guesses=2, baseline_n=1)
     lock = out["lock"]["c1"]
     assert (lock["episodes"], lock["errors"]) == (2, 0), lock["first_error"]
     assert lock["calls_per_episode"] == 3.0  # two guesses as tool calls, then the answer

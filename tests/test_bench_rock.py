@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -16,14 +15,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 FIELDS = {"create_p50_ms", "create_p99_ms", "exec_rtt_p50_ms", "exec_rtt_p99_ms", "subprocess_p50_ms",
           "docker_run_p50_ms", "concurrent", "failures", "leaked"}
-
-
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.mark.slow
@@ -49,7 +40,7 @@ def _docker_ps(label: str) -> list[str]:
 
 
 @pytest.mark.docker
-def test_docker_backend_bench_measures_pooled_cold_and_docker_run_without_leaks() -> None:
+def test_docker_backend_bench_measures_pooled_cold_and_docker_run_without_leaks(bench_module: Any) -> None:
     from ale_rock.backends.docker_engine import engine_problem
 
     if problem := engine_problem():
@@ -67,7 +58,7 @@ def test_docker_backend_bench_measures_pooled_cold_and_docker_run_without_leaks(
 
     pooled_b, cold = pooled(worker, 1), pooled(worker + "c", 0)
     try:
-        out = _load("rock_docker_backend").measure(pooled_b, n=1, cold=cold)
+        out = bench_module("rock_docker_backend").measure(pooled_b, n=1, cold=cold)
     finally:
         for b in (pooled_b, cold):
             b.reap_orphans(set())

@@ -4,30 +4,16 @@ loop in this process, ale-flow's CLI in the sandbox) and GEM mode on the same mo
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "rollout.py"
 
-
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_rollout", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_rollout"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_agent_native_figures_come_from_real_episodes() -> None:
+def test_agent_native_figures_come_from_real_episodes(bench_module: Any) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed: no sandboxes")
-    out = _bench().agent_native(2, 1, "csv-sales-rollup", 0.0, baseline=False, gem_episodes=16, warmup=False,
+    out = bench_module("rollout").agent_native(2, 1, "csv-sales-rollup", 0.0, baseline=False, gem_episodes=16, warmup=False,
                                start_rounds=1)
     for agent in ("flow", "cli"):
         r = out[agent]

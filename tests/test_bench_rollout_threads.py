@@ -3,25 +3,11 @@ and 2 torch threads alternating, and the event loop's CPU per step with batched 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "rollout.py"
 
-
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_rollout", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_rollout"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_thread_section_reports_both_thread_counts_from_real_steps() -> None:
-    out = _bench().torch_threads(completions=64, iterations=3, rounds=1)
+def test_thread_section_reports_both_thread_counts_from_real_steps(bench_module: Any) -> None:
+    out = bench_module("rollout").torch_threads(completions=64, iterations=3, rounds=1)
     assert out["completions_per_step"] == 64 and out["steps_per_run"] == 2
     for key in ("1_thread", "2_threads"):
         phases = out["phases_s"][key]

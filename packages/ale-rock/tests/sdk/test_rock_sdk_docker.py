@@ -3,25 +3,15 @@ and the base image built by scripts/build_base_image.sh)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 from ale_rock import Sandbox
+from ale_rock.backends.docker_engine import engine_problem
 from ale_rock.local_cluster import LocalCluster, real_worker_argv
 
-
-def _engine_up() -> bool:
-    if shutil.which("docker") is None:
-        return False
-    try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=15).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-pytestmark = [pytest.mark.docker, pytest.mark.skipif(not _engine_up(), reason="no running Docker engine")]
+_PROBLEM = engine_problem()
+pytestmark = [pytest.mark.docker, pytest.mark.skipif(bool(_PROBLEM), reason=_PROBLEM)]
 
 
 @pytest.fixture(scope="module")

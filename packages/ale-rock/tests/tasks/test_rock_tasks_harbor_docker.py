@@ -12,18 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ale_rock.backends.docker_engine import engine_problem
 from ale_rock.tasks.cli import app
 from typer.testing import CliRunner
 
-
-def _engine_up() -> bool:
-    try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-pytestmark = [pytest.mark.docker, pytest.mark.skipif(not _engine_up(), reason="no running Docker engine")]
+_PROBLEM = engine_problem()
+pytestmark = [pytest.mark.docker, pytest.mark.skipif(bool(_PROBLEM), reason=_PROBLEM)]
 _spec = importlib.util.spec_from_file_location("ale_rock_tests_harbor_fixtures_d", Path(__file__).with_name("_harbor_fixtures.py"))
 assert _spec is not None and _spec.loader is not None
 fx = importlib.util.module_from_spec(_spec)
