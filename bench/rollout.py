@@ -415,6 +415,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    help="completions per step of the 1-vs-2 torch threads section (0: skip)")
     p.add_argument("--threads-rounds", type=int, default=6, help="runs per thread count, alternating 1, 2, 1, 2, ...")
     p.add_argument("--threads-steps", type=int, default=6, help="steps per run (the first is warm-up, left out)")
+    p.add_argument("--threads-model", default="tiny", help="policy model of the threads section: tiny (ale-roll's "
+                   "default tiny model) or micro (1 layer, hidden 64)")
     p.add_argument("--sections", default="sim,threads,agent",
                    help="comma-separated: sim (sync vs async scheduling), threads (1 vs 2 torch threads), "
                         "agent (agent-native episodes through the stack)")
@@ -426,7 +428,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if "sim" in sections:
         result.update(scheduling(Workload(**{k: getattr(args, k) for k in Workload().__dict__})))
     if "threads" in sections and args.threads_completions > 0:
-        result["torch_threads"] = torch_threads(args.threads_completions, args.threads_steps, args.threads_rounds)
+        result["torch_threads"] = torch_threads(args.threads_completions, args.threads_steps, args.threads_rounds,
+                                                 args.threads_model)
         result["two_vs_one_threads"] = result["torch_threads"]["two_vs_one_threads"]
     if "agent" in sections and args.agent_episodes > 0:
         an = agent_native(args.agent_episodes, args.agent_concurrency, args.agent_task, args.model_ms,

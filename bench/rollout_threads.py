@@ -20,17 +20,25 @@ def reward(prompts, completions, answer, **kwargs):
 """
 
 
-def threads_config(out: Path, threads: int, completions: int, iterations: int) -> Any:
+MODELS: dict[str, dict[str, Any]] = {
+    # ale-roll's tiny model as built by default (TinyModelConfig: 2 layers, hidden 128, MLP 256).
+    "tiny": {"arch": "llama", "vocab_size": 300, "max_position_embeddings": 64, "seed": 0},
+    # A smaller one (1 layer, hidden 64): a step of mostly Python and launch overhead.
+    "micro": {"arch": "llama", "vocab_size": 300, "hidden_size": 64, "num_layers": 1, "num_heads": 2,
+              "num_kv_heads": 2, "head_dim": 32, "intermediate_size": 64, "max_position_embeddings": 64, "seed": 0},
+}
+"""Models of the section (``--threads-model``)."""
+
+
+def threads_config(out: Path, threads: int, completions: int, iterations: int, model: str = "tiny") -> Any:
     """The issue's workload: a tiny model, a single-turn dataset task (jsonl + reward function),
     `completions` per step in groups of 8, async ratio 0, everything in one step's batch."""
     from ale_roll.config import build_config
 
     words = ["yes", "no", "maybe", "say", ":"] + [f"w{i}" for i in range(40)]
     return build_config({
-        "output_dir": str(out / f"run-{threads}"), "config_dir": str(out), "iterations": iterations, "seed": 0,
-        "model": {"tiny": {"arch": "llama", "vocab_size": 300, "hidden_size": 64, "num_layers": 1, "num_heads": 2,
-                           "num_kv_heads": 2, "head_dim": 32, "intermediate_size": 64,
-                           "max_position_embeddings": 64, "seed": 0}, "word_vocab": words},
+        "output_dir": str(out / f"run-{model}-{threads}"), "config_dir": str(out), "iterations": iterations, "seed": 0,
+        "model": {"tiny": MODELS[model], "word_vocab": words},
         "engine": {"torch_threads": threads},
         "env": {"data": str(out / "train.jsonl"), "reward_fn": "bench_threads_task:reward"},
         "rollout": {"batch_size": completions, "group_size": 8, "episodes_in_flight": completions,
@@ -46,19 +54,17 @@ _PHASES = {"step": "time/step_s", "rollout": "time/wait_batch_s", "generate": "t
            "train": "time/train_s", "sync": "time/sync_s"}
 
 
-def _loop_cpu(out: Path, policy: Any, completions: int, iterations: int, rounds: int) -> dict[str, float]:
+def _loop_cpu(out: Path, policy: Any, completions: int, iterations: int, rounds: int, model: str) -> dict[str, float]:
     """CPU time of the event-loop thread per step (median; 1 torch thread), batched episodes vs one asyncio
     task per episode (`batch_fn` off: the path before), alternating. CPU time, unlike wall time,
     hardly moves with other processes' load: it is the per-episode overhead that threads cannot touch."""
-    import torch
     from ale_roll.trainer.controller import Controller
 
-    torch.set_num_threads(1)
     cpu: dict[str, list[float]] = {"batched": [], "per_episode": []}
     for _ in range(rounds):
         for mode in cpu:
             marks: list[float] = []
-            ctl = Controller(threads_config(out, 1, completions, iterations), policy=policy,
+            ctl = Controller(threads_config(out, 1, completions, iterations, model), policy=policy,
                              on_step=lambda _s, _m, rec=marks: rec.append(time.thread_time()))  # type: ignore[misc]
             if mode == "per_episode":
                 ctl.scheduler.batch_fn = None
@@ -68,7 +74,7 @@ def _loop_cpu(out: Path, policy: Any, completions: int, iterations: int, rounds:
     return {**{k: round(v, 2) for k, v in med.items()}, "batched_vs_per_episode": round(med["batched"] / med["per_episode"], 3)}
 
 
-def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 6) -> dict[str, Any]:
+def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 6, model: str = "tiny") -> dict[str, Any]:
     """Step time with 1 and 2 torch threads on the issue's workload (a real synchronous step: tiny
     model, single-turn dataset task, `completions` per step, async ratio 0).
 
@@ -80,7 +86,6 @@ def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 6) 
     import os
     import tempfile
 
-    import torch
     from ale_roll.trainer.controller import Controller
     from ale_roll.trainer.setup import build_policy
 
@@ -89,7 +94,7 @@ def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 6) 
     (out / "bench_threads_task.py").write_text(_THREADS_TASK)
     (out / "train.jsonl").write_text("".join(
         json.dumps({"prompt": f"say {w}", "answer": w}) + "\n" for w in ["yes", "no", "maybe"] * 11))
-    policy = build_policy(threads_config(out, 1, completions, iterations))
+    policy = build_policy(threads_config(out, 1, completions, iterations, model))
     phases: dict[int, dict[str, list[float]]] = {t: {k: [] for k in _PHASES} for t in (1, 2)}
     pairs: list[float] = []
     t0 = time.perf_counter()
@@ -97,19 +102,18 @@ def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 6) 
         round_median: dict[int, float] = {}
         for threads in (1, 2):
             records: list[dict[str, Any]] = []
-            torch.set_num_threads(threads)
-            Controller(threads_config(out, threads, completions, iterations), policy=policy,
+            # The Controller sets `engine.torch_threads` on the process's one torch thread.
+            Controller(threads_config(out, threads, completions, iterations, model), policy=policy,
                        on_step=lambda _s, m, rec=records: rec.append(m)).run()  # type: ignore[misc]
             for name, key in _PHASES.items():
                 phases[threads][name] += [float(m[key]) for m in records[1:]]
             round_median[threads] = statistics.median(float(m["time/step_s"]) for m in records[1:])
         pairs.append(round_median[2] / round_median[1])
-    loop_cpu = _loop_cpu(out, policy, completions, iterations, max(1, rounds // 2))
-    torch.set_num_threads(1)
+    loop_cpu = _loop_cpu(out, policy, completions, iterations, max(1, rounds // 2), model)
     med = {t: {k: statistics.median(v) for k, v in p.items()} for t, p in phases.items()}
     for t in med:
         med[t]["rollout_minus_generate"] = med[t]["rollout"] - med[t]["generate"]
-    return {"completions_per_step": completions, "rounds": rounds, "steps_per_run": iterations - 1,
+    return {"model": model, "completions_per_step": completions, "rounds": rounds, "steps_per_run": iterations - 1,
             "step_s_1_thread": round(med[1]["step"], 4), "step_s_2_threads": round(med[2]["step"], 4),
             "two_vs_one_threads": round(med[2]["step"] / med[1]["step"], 3),
             "two_vs_one_paired_median": round(statistics.median(pairs), 3),
@@ -122,8 +126,6 @@ def torch_threads(completions: int = 256, iterations: int = 6, rounds: int = 6) 
             "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()]}
 
 
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the section alone (`make bench` runs every bench/*.py with --json)."""
     import argparse
@@ -133,8 +135,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--completions", type=int, default=256)
     p.add_argument("--rounds", type=int, default=6, help="runs per thread count, alternating 1, 2, 1, 2, ...")
     p.add_argument("--steps", type=int, default=6, help="steps per run (the first is warm-up, left out)")
+    p.add_argument("--model", choices=sorted(MODELS), default="tiny", help="the policy model (see MODELS)")
     args = p.parse_args(argv)
-    result = torch_threads(args.completions, args.steps, args.rounds)
+    result = torch_threads(args.completions, args.steps, args.rounds, args.model)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return result
 

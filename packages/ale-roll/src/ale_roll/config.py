@@ -68,6 +68,12 @@ class EngineConfig(_Section):
     """Torch device of the in-process engines."""
     torch_threads: int = Field(default=0, ge=0)
     """torch intra-op threads (0 = torch's default); 1 avoids oversubscription when training and generation share a small CPU."""
+    one_torch_thread: bool | None = None
+    """Run all of this process's torch work (model load, generation, train steps, weight pushes,
+    checkpoints) on one thread, so OpenMP keeps one team of `torch_threads` workers and a second
+    thread speeds a step up instead of slowing it (see `ale_roll.engines.compute`). None: on when
+    `device` is the CPU and torch uses more than one thread; off on a GPU, and with
+    `torch_threads: 1`, where generation and training overlap on separate cores (async ratio > 0)."""
 
 
 class RolloutConfig(_Section):

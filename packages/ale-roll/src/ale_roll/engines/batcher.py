@@ -3,8 +3,10 @@
 Every generation request of a process goes through one :class:`MicroBatcher`: the
 InferenceService's ``Generate`` streams and ``GenerateBatch`` calls from any client, and the
 in-process callers (the rollout's episodes through :class:`~ale_roll.rollout.generation.BatchingGenerator`,
-which is a thin asyncio view of the same object). One driver thread calls ``engine.generate``;
-there is no other queue, thread or event loop between a request and the engine.
+which is a thin asyncio view of the same object). One driver thread calls ``engine.generate``
+(through ``compute``, the process's one torch thread, when the engine computes in this process:
+see :mod:`ale_roll.engines.compute`); there is no other queue or event loop between a request and
+the engine.
 
 Continuous batching: when the engine is idle a request goes out at once (``window_s`` 0, the
 default; a positive window makes an idle batcher wait that long for company). Requests that
@@ -38,6 +40,7 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
 from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams
+from ale_roll.engines.compute import ComputeThread
 from ale_roll.types import StopReason
 
 
@@ -84,8 +87,8 @@ class MicroBatcher:
     """Gathers concurrent requests into few ``engine.generate`` calls; thread-safe."""
 
     def __init__(self, engine: InferenceEngine, *, max_model_len: int = 0, window_s: float = 0.0,
-                 max_batch: int = 256, pause_timeout_s: float = 60.0) -> None:
-        self.engine, self.max_model_len = engine, max_model_len
+                 max_batch: int = 256, pause_timeout_s: float = 60.0, compute: ComputeThread | None = None) -> None:
+        self.engine, self.max_model_len, self.compute = engine, max_model_len, compute
         self.window_s, self.max_batch, self.pause_timeout_s = window_s, max_batch, pause_timeout_s
         self.stats = BatcherStats()
         self._cond = threading.Condition()
@@ -303,7 +306,11 @@ class MicroBatcher:
             self.stats.engine_calls += 1
             self.stats.requests += len(batch)
             self.stats.batch_sizes[len(batch)] += 1
-            gens = self.engine.generate([i.prompt for i in batch], params, [i.request_id for i in batch])
+            prompts, ids = [i.prompt for i in batch], [i.request_id for i in batch]
+            if self.compute is not None:
+                gens = self.compute.run(self.engine.generate, prompts, params, ids)
+            else:
+                gens = self.engine.generate(prompts, params, ids)
         except BaseException as e:  # noqa: BLE001 - every waiter must hear about the failure
             self._finish(batch, None, e)
             return

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams
 from ale_roll.engines.batcher import BatcherPaused, MicroBatcher
+from ale_roll.engines.compute import ComputeThread
 
 
 class GenerationTimeout(TimeoutError):
@@ -50,12 +51,14 @@ class BatchingGenerator:
     """Batches concurrent generation requests onto one engine (see the module docstring)."""
 
     def __init__(self, engine: InferenceEngine, *, max_batch: int = 64, window_s: float = 0.0,
-                 timeout_s: float = 60.0) -> None:
+                 timeout_s: float = 60.0, compute: ComputeThread | None = None) -> None:
         self.engine = engine
         self.timeout_s = timeout_s
         # Held requests fail with the generation timeout, not before: the pause is part of it.
         # max_model_len 0: nothing is clamped here (the episodes' max_new_tokens bound a completion).
-        self.batcher = MicroBatcher(engine, window_s=window_s, max_batch=max_batch, pause_timeout_s=timeout_s)
+        # compute: the process's torch thread when the engine computes here (None for a remote one).
+        self.batcher = MicroBatcher(engine, window_s=window_s, max_batch=max_batch, pause_timeout_s=timeout_s,
+                                    compute=compute)
 
     @property
     def policy_version(self) -> int:

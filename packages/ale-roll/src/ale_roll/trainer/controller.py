@@ -51,7 +51,7 @@ from ale_roll.rollout.episode import EpisodeSpec, EpisodeTimes, RewardFn
 from ale_roll.rollout.replay import load_trajectories
 from ale_roll.rollout.resampler import ChunkResampler
 from ale_roll.trainer.resources import ResourceManager
-from ale_roll.trainer.setup import Policy, build_policy
+from ale_roll.trainer.setup import Policy, build_policy, configure_compute
 from ale_roll.trainer.sft import sft_steps
 from ale_roll.trainer.step import train_step, trajectory_metrics
 from ale_roll.types import Trajectory
@@ -100,8 +100,9 @@ class Controller:
         import torch
 
         torch.manual_seed(cfg.seed)
-        if cfg.engine.torch_threads:
-            torch.set_num_threads(cfg.engine.torch_threads)
+        # All torch work of this process runs on one thread (ale_roll.engines.compute: one OpenMP
+        # team, so `torch_threads` > 1 speeds a step up); `torch_threads` is set there.
+        self.compute = configure_compute(cfg)
         self.policy = policy or build_policy(cfg)
         r = cfg.rollout
         self.fmt = ChatFormat(self.policy.tokenizer, r.system_prompt, r.observation_template, r.observation_rewrite)
@@ -111,7 +112,8 @@ class Controller:
         self.buffer = SampleBuffer(BufferConfig(async_ratio=r.async_ratio, group_size=r.group_size),
                                    version=self.version)
         self.generator = BatchingGenerator(self.policy.inference, max_batch=r.max_batch,
-                                           window_s=r.batch_window_ms / 1000, timeout_s=r.generate_timeout_s)
+                                           window_s=r.batch_window_ms / 1000, timeout_s=r.generate_timeout_s,
+                                           compute=None if cfg.engine.inference_address else self.compute)
         self.params = SamplingParams(max_tokens=r.max_new_tokens, temperature=r.temperature)
         self.reward_fn = reward_fn or load_reward_fn(r.reward_fn)
         self.runner: Runner = _NotStarted()
@@ -188,7 +190,7 @@ class Controller:
 
     async def _sync_weights(self) -> float:
         async with self.generator.paused():  # rollout pauses only here
-            seconds = await asyncio.to_thread(self._push_weights)
+            seconds = await self.compute.arun(self._push_weights)
         self.buffer.set_version(self.version)
         self.scheduler.wake()
         return seconds
@@ -199,12 +201,12 @@ class Controller:
         ck = latest_checkpoint(self.out / "checkpoints")
         if ck is None:
             return False
-        self.policy.train.load_checkpoint(ck.engine_dir)
+        self.compute.run(self.policy.train.load_checkpoint, ck.engine_dir)
         self.buffer.load_state_dict(ck.buffer_state())
         run_state = ck.run_state()
         self.step = int(run_state["step"])
         self._surplus_steps = self.policy.train.policy_version - int(run_state.get("version", self.policy.train.policy_version))
-        self._push_weights()
+        self.compute.run(self._push_weights)
         self.resumed = True
         return True
 
@@ -254,7 +256,7 @@ class Controller:
         # files are written on a thread so rollout keeps going.
         buffer_state = self.buffer.state_dict()
         state = {"name": self.cfg.name, "time": time.time(), "version": self.version}
-        await asyncio.to_thread(save_checkpoint, self.out / "checkpoints", self.step, self.policy.train,
+        await self.compute.arun(save_checkpoint, self.out / "checkpoints", self.step, self.policy.train,
                                 buffer_state, state, self.cfg.checkpoint.keep)
 
     def _train_on(self, batch: list[Trajectory]) -> dict[str, Any]:
@@ -286,7 +288,7 @@ class Controller:
                 t1 = time.perf_counter()
                 version = self.version
                 self.resources.shrink()
-                metrics: dict[str, Any] = await asyncio.to_thread(self._train_on, batch)
+                metrics: dict[str, Any] = await self.compute.arun(self._train_on, batch)
                 self.resources.expand()
                 self._surplus_steps += int(metrics.get("train/updates", 1)) - 1
                 t2 = time.perf_counter()
@@ -335,11 +337,11 @@ class Controller:
                 if not self.resumed:
                     # The inference engine may be a shared service that last served another run: give
                     # it exactly this run's starting weights (verified) before anything is generated.
-                    self._push_weights()
+                    self.compute.run(self._push_weights)
                     # eval/* at step 0 is where RL starts (after the warm-up); *_untrained is before it.
                     untrained = await self.evaluate()
                     start = {f"{k}_untrained": v for k, v in untrained.items()}
-                    start.update(self.warmup_sft())
+                    start.update(self.compute.run(self.warmup_sft))
                     start.update(await self.evaluate() if self.cfg.sft.steps and self.cfg.sft.data else untrained)
                     log.log(0, start)
                     summary["start"] = start
@@ -348,7 +350,7 @@ class Controller:
                 final = await self.evaluate()
                 log.log(self.step, final)
                 summary["final"] = final
-                self.policy.train.close()  # the DeepSpeed engine leaves its process group (all ranks got here)
+                self.compute.run(self.policy.train.close)  # the DeepSpeed engine leaves its process group (all ranks got here)
         finally:
             log.close()
             await self.generator.close()

@@ -13,6 +13,7 @@ from typing import Any
 
 from ale_roll.config import RunConfig
 from ale_roll.engines.base import InferenceEngine, TrainEngine
+from ale_roll.engines.compute import ComputeThread, compute
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
@@ -112,8 +113,26 @@ def _inference_engine(cfg: RunConfig, model_dir: Path) -> InferenceEngine:
     return HFInferenceEngine.from_pretrained(model_dir, dtype=cfg.model.dtype, device=cfg.engine.device)
 
 
+def configure_compute(cfg: RunConfig) -> ComputeThread:
+    """The process's compute thread, switched on or off and given `torch_threads` as `cfg` says."""
+    import torch
+
+    e = cfg.engine
+    enabled = e.one_torch_thread
+    if enabled is None:  # one OpenMP team matters only when ops run on several threads
+        enabled = e.device.startswith("cpu") and (e.torch_threads or torch.get_num_threads()) > 1
+    thread = compute()
+    thread.configure(enabled=enabled, threads=e.torch_threads)
+    return thread
+
+
 def build_policy(cfg: RunConfig) -> Policy:
-    """Model directory, tokenizer, train engine and inference engine for `cfg`."""
+    """Model directory, tokenizer, train engine and inference engine for `cfg` (built on the compute
+    thread, so the main thread never starts an OpenMP team of its own)."""
+    return configure_compute(cfg).run(_build_policy, cfg)
+
+
+def _build_policy(cfg: RunConfig) -> Policy:
     from ale_roll.models import load_tokenizer
 
     model_dir = prepare_model_dir(cfg)
