@@ -261,12 +261,17 @@ def main() -> None:
     if shutil.which("bwrap") is None:
         print(json.dumps({"skipped": "bubblewrap is not installed: no sandboxes"}))
         return
-    res = run(args.episodes, [int(c) for c in args.concurrency.split(",")], args.guesses, args.baseline_episodes)
-    if not args.json:
-        for c, v in res["lock"].items():
-            print(f"lock {c}: {v['episodes_per_s']} episodes/s, wall p50 {v['wall_p50_ms']} ms, phases {v['phase_p50_ms']}")
-        print(f"baseline: {res['baseline']['episodes_per_s']} episodes/s (quiet reference 4.52)")
-        print(f"budget: {res['budget']}")
+    from _stdout import json_stdout  # a sibling module: run as a script, bench/ is on sys.path
+
+    with json_stdout() as emit:  # stdout carries the JSON alone (libraries print on their own)
+        res = run(args.episodes, [int(c) for c in args.concurrency.split(",")], args.guesses, args.baseline_episodes)
+        if args.json:
+            emit(json.dumps(res))
+            return
+    for c, v in res["lock"].items():
+        print(f"lock {c}: {v['episodes_per_s']} episodes/s, wall p50 {v['wall_p50_ms']} ms, phases {v['phase_p50_ms']}")
+    print(f"baseline: {res['baseline']['episodes_per_s']} episodes/s (quiet reference 4.52)")
+    print(f"budget: {res['budget']}")
     print(json.dumps(res))
 
 

@@ -340,13 +340,16 @@ def main() -> None:
     if args.serve:
         serve(args.serve, Path(args.port_file))
         return
-    result: dict[str, Any] = run(args.rounds, args.repeats) if args.repeats else {"load_avg_1m": os.getloadavg()[0]}
-    if args.model_repeats:
-        work = Path(args.work)
-        work.mkdir(parents=True, exist_ok=True)
-        result["model"] = model_section(work, args.model_repeats)
-        result["load_avg_1m_end"] = os.getloadavg()[0]
-    print(json.dumps(result, indent=1))
+    from _stdout import json_stdout  # a sibling module: run as a script, bench/ is on sys.path
+
+    with json_stdout() as emit:  # stdout carries the JSON alone (libraries print on their own)
+        result: dict[str, Any] = run(args.rounds, args.repeats) if args.repeats else {"load_avg_1m": os.getloadavg()[0]}
+        if args.model_repeats:
+            work = Path(args.work)
+            work.mkdir(parents=True, exist_ok=True)
+            result["model"] = model_section(work, args.model_repeats)
+            result["load_avg_1m_end"] = os.getloadavg()[0]
+        emit(json.dumps(result, indent=1))
 
 
 def run(rounds: int, repeats: int) -> dict[str, Any]:

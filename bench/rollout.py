@@ -63,6 +63,7 @@ sys.path.insert(0, str(_ROOT / "packages" / "ale-roll" / "src"))
 sys.path.insert(0, str(_ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sections split into sibling modules
 
+from _stdout import json_stdout  # noqa: E402
 from ale_roll.buffer.sample_buffer import BufferConfig, FrontierEntry, SampleBuffer  # noqa: E402
 from ale_roll.rollout.scheduler import RolloutScheduler  # noqa: E402
 from ale_roll.types import Trajectory, Turn  # noqa: E402
@@ -424,6 +425,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sections = set(args.sections.split(","))
     if unknown := sections - {"sim", "threads", "agent"}:
         p.error(f"unknown sections: {sorted(unknown)}")
+    if args.json:
+        with json_stdout() as emit:  # stdout carries the JSON alone (libraries print on their own)
+            result = _sections(args, sections)
+            emit(json.dumps(result))
+        return result
+    result = _sections(args, sections)
+    print(json.dumps(result, indent=2))
+    if "sync_s" in result:
+        print(f"\nsync {result['sync_s']:.2f}s | async η=1 {result['async_ratio_1_s']:.2f}s | async η=2 "
+              f"{result['async_ratio_2_s']:.2f}s | speedup {result['speedup']}x of ideal {result['ideal_speedup']}x "
+              f"({result['fraction_of_ideal']:.0%})")
+    return result
+
+
+def _sections(args: argparse.Namespace, sections: set[str]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if "sim" in sections:
         result.update(scheduling(Workload(**{k: getattr(args, k) for k in Workload().__dict__})))
@@ -439,14 +455,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if key in an:
                 result[key] = an[key]
         result["agent_native"] = an
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(json.dumps(result, indent=2))
-        if "sync_s" in result:
-            print(f"\nsync {result['sync_s']:.2f}s | async η=1 {result['async_ratio_1_s']:.2f}s | async η=2 "
-                  f"{result['async_ratio_2_s']:.2f}s | speedup {result['speedup']}x of ideal {result['ideal_speedup']}x "
-                  f"({result['fraction_of_ideal']:.0%})")
     return result
 
 

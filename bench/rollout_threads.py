@@ -137,8 +137,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--steps", type=int, default=6, help="steps per run (the first is warm-up, left out)")
     p.add_argument("--model", choices=sorted(MODELS), default="tiny", help="the policy model (see MODELS)")
     args = p.parse_args(argv)
-    result = torch_threads(args.completions, args.steps, args.rounds, args.model)
-    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    if not args.json:
+        result = torch_threads(args.completions, args.steps, args.rounds, args.model)
+        print(json.dumps(result, indent=2))
+        return result
+    from _stdout import json_stdout  # a sibling module: run as a script, bench/ is on sys.path
+
+    with json_stdout() as emit:  # stdout carries the JSON alone (libraries print on their own)
+        result = torch_threads(args.completions, args.steps, args.rounds, args.model)
+        emit(json.dumps(result))
     return result
 
 
