@@ -12,7 +12,6 @@ through the Admin and runs a command in it.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 import uuid
@@ -20,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ale_proto.serving import free_port
 from ale_rock.backends.docker_engine import engine_problem
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,12 +31,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.skipif(bool(_PROBLEM), reason=_PRO
 #: What the worker container needs for the local (bubblewrap) backend; docs/deploy.md says the same.
 WORKER_RUN_OPTIONS = ("--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined",
                       "--security-opt", "apparmor=unconfined", "--security-opt", "systempaths=unconfined")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _docker(*args: str, timeout: float = 120) -> str:
@@ -68,7 +62,7 @@ def stack(images: dict[str, str]) -> Iterator[dict[str, str]]:
     """Admin + Worker containers from the images; yields their addresses, names and the API key."""
     run = uuid.uuid4().hex[:8]
     key, token = f"key-{uuid.uuid4().hex}", f"join-{uuid.uuid4().hex}"
-    admin_port, worker_port = _free_port(), _free_port()
+    admin_port, worker_port = free_port(), free_port()
     admin, worker = f"ale-t-admin-{run}", f"ale-t-worker-{run}"
     try:
         _docker("run", "-d", "--name", admin, "--network", "host", images["admin"],
