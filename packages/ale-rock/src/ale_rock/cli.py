@@ -67,6 +67,15 @@ def _kv(items: list[str] | None, what: str) -> dict[str, str]:
 
 
 # -- servers ---------------------------------------------------------------------------------------
+def _dump_stacks_on_sigusr1() -> None:
+    """``kill -USR1 <pid>`` writes every thread's stack to stderr (the server's log): how to see
+    where a server that looks stuck is waiting, without a debugger on the box."""
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 @app.command()
 def admin(
     config: Annotated[Path | None, typer.Option(help="YAML config file (see AdminConfig).")] = None,
@@ -89,6 +98,7 @@ def admin(
     with exit_on_error():
         cfg = AdminConfig.load(config, **overrides)
     configure(log_level)
+    _dump_stacks_on_sigusr1()
     if api_key:
         cfg.api_keys.update(_kv(api_key, "--api-key"))
 
@@ -120,6 +130,7 @@ def worker(
         raise _err(f"unexpected arguments {ctx.args}; use --set key=value", 2)
     with exit_on_error():
         cfg = load_config(WorkerConfig, config, set_ or [])
+    _dump_stacks_on_sigusr1()
     raise typer.Exit(run_worker(cfg))
 
 

@@ -3,6 +3,11 @@
 It speaks the real contract (registers with the join token, heartbeats, serves WorkerService and
 a RockletService "proxy" keyed by ``ale-sandbox-id``) but runs commands as plain host processes:
 it exercises the Admin's scheduling, state machine and forwarding, not isolation.
+
+Two knobs make it a slow worker under load, from a request's env (the sandbox spec's for
+StartSandbox, the ExecSpec's for Exec): ``FAKE_MUTE_S`` stops its heartbeats for that long (it is
+too busy to heart-beat, so the Admin declares it lost, and it re-registers when it resumes) and
+``FAKE_START_S`` makes StartSandbox take that long.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import threading
 import time
 from concurrent import futures
 from pathlib import Path
+from typing import Any
 
 import grpc
 from ale_proto import errors
@@ -23,6 +29,14 @@ from ale_rock.worker.auth import WORKER_SECRET_METADATA, WorkerSecretInterceptor
 
 SANDBOXES: dict[str, int] = {}
 LOCK = threading.Lock()
+MUTE_UNTIL = 0.0
+"""No heartbeat before this time.monotonic() (set by FAKE_MUTE_S)."""
+
+
+def _mute(env: Any) -> None:
+    global MUTE_UNTIL
+    if seconds := float(env.get("FAKE_MUTE_S", 0) or 0):
+        MUTE_UNTIL = time.monotonic() + seconds
 
 
 def _sandbox(context: grpc.ServicerContext) -> str:
@@ -38,6 +52,8 @@ class Worker(worker_pb2_grpc.WorkerServiceServicer):
     def StartSandbox(self, request, context):
         if request.spec.image == "fail":
             return worker_pb2.StartSandboxResponse(state=sandbox_pb2.SANDBOX_STATE_FAILED, message="image 'fail'")
+        _mute(request.spec.env)
+        time.sleep(float(request.spec.env.get("FAKE_START_S", 0) or 0))
         with LOCK:
             SANDBOXES[request.sandbox_id] = sandbox_pb2.SANDBOX_STATE_RUNNING
         return worker_pb2.StartSandboxResponse(state=sandbox_pb2.SANDBOX_STATE_RUNNING)
@@ -72,6 +88,7 @@ class Rocklet(rocklet_pb2_grpc.RockletServiceServicer):
     def Exec(self, request, context):
         _sandbox(context)
         spec = request.spec
+        _mute(spec.env)
         t0 = time.monotonic()
         try:
             p = subprocess.run(spec.command or list(spec.argv), shell=bool(spec.command), capture_output=True,
@@ -105,6 +122,9 @@ def register_loop(admin: str, token: str, info: worker_pb2.WorkerInfo, secret: s
     register_md = (*md, (WORKER_SECRET_METADATA, secret))
     registered = False
     while True:
+        if time.monotonic() < MUTE_UNTIL:
+            time.sleep(0.05)
+            continue
         try:
             if not registered:
                 with LOCK:

@@ -167,6 +167,51 @@ def _sandbox_processes(marker: str) -> list[int]:
     return out
 
 
+# A worker too busy to heart-beat (a loaded engine) is declared lost while the Admin has a call in
+# flight to it, and comes back within the grace. The Admin used to close a lost worker's channel,
+# which cancelled that call: a create stayed PENDING until its TTL and the client's CreateSandbox,
+# DeleteSandbox or Exec ran into its deadline (a CI run of the docker-worker restart test).
+SLOW_WORKER = {**FAST, "worker_lost_after_s": 1.0, "lost_worker_grace_s": 60}
+
+
+def _was_lost(cluster: LocalCluster) -> bool:
+    return "worker lost" in (cluster.dir / "admin.log").read_text()
+
+
+def test_a_create_in_flight_when_its_worker_is_lost_and_back_finishes(
+        make_cluster: Callable[..., LocalCluster]) -> None:
+    cluster = make_cluster(admin_config=SLOW_WORKER)
+    t0 = time.monotonic()
+    sb = Sandbox.create(client=cluster.client(), env={"FAKE_MUTE_S": "2.5", "FAKE_START_S": "4"}, timeout=30)
+    assert sb.info.state == "running", sb.info.message
+    assert time.monotonic() - t0 < 15
+    assert _was_lost(cluster)  # the scenario happened: lost, then back
+    assert sb.exec("echo ok").stdout == "ok\n"
+    sb.delete()
+    assert sb.refresh().state == "deleted"
+
+
+def test_an_exec_in_flight_when_its_worker_is_lost_and_back_finishes(
+        make_cluster: Callable[..., LocalCluster]) -> None:
+    cluster = make_cluster(admin_config=SLOW_WORKER)
+    sb = Sandbox.create(client=cluster.client())
+    result = sb.exec("sleep 3; echo done", env={"FAKE_MUTE_S": "2"}, timeout=30)
+    assert (result.stdout, result.exit_code) == ("done\n", 0)
+    assert _was_lost(cluster)
+    assert sb.refresh().state == "running"
+
+
+def test_a_create_in_flight_when_its_worker_is_lost_for_good_fails_typed(
+        make_cluster: Callable[..., LocalCluster]) -> None:
+    """No grace: its sandboxes are LOST at once; the create answers with that, not a deadline."""
+    cluster = make_cluster(admin_config={**SLOW_WORKER, "lost_worker_grace_s": 0})
+    t0 = time.monotonic()
+    with pytest.raises(SandboxStartFailed, match="stopped heart-beating") as e:
+        Sandbox.create(client=cluster.client(), env={"FAKE_MUTE_S": "2.5", "FAKE_START_S": "4"}, timeout=30)
+    assert time.monotonic() - t0 < 15, e.value
+    assert _was_lost(cluster)
+
+
 def test_watch_and_lost_worker_then_reschedule(make_cluster: Callable[..., LocalCluster]) -> None:
     cluster = make_cluster(workers=1, admin_config=FAST, real=True)
     client = cluster.client()

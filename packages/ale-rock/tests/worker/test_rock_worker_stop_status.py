@@ -1,14 +1,20 @@
 """While a worker stops a sandbox its processes die: its status must read STOPPED, never FAILED
 (the admin-restart race: a heartbeat or the crash reaper in that window made the Admin record a
-client's stop as a failure)."""
+client's stop as a failure). While it starts one, the container is listed before its main process
+runs: that reads PENDING, and neither the crash reaper nor a re-registration may remove it (on a
+loaded Docker engine the reaper stopped containers half-way through ``docker start``). While it
+removes one, its processes die on purpose: no status is reported and nothing is reaped (a
+client's delete read FAILED first, then DELETED)."""
 
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from ale_proto.v1 import sandbox_pb2, worker_pb2
+from ale_rock.backends.base import Limits
 from ale_rock.worker.servicer import WorkerServicer
 
 SID = "sb-0123456789ab"
@@ -62,3 +68,116 @@ def test_a_stop_that_fails_does_not_read_stopped() -> None:
     with pytest.raises(RuntimeError):
         servicer.StopSandbox(worker_pb2.WorkerServiceStopSandboxRequest(sandbox_id=SID), None)  # type: ignore[arg-type]
     assert servicer.status_of(SID)[0] == sandbox_pb2.SANDBOX_STATE_RUNNING
+
+
+class SlowStartBackend:
+    """A backend whose ``start`` lists the sandbox at once but runs it only when released."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.listed: list[str] = []
+        self.running = False
+        self.stopped: list[str] = []
+        self.in_start, self.release = threading.Event(), threading.Event()
+
+    def list(self) -> list[str]:
+        return list(self.listed)
+
+    def is_running(self, sandbox_id: str) -> bool:
+        return self.running
+
+    def start(self, sandbox_id: str, config: Any) -> Any:
+        self.listed.append(sandbox_id)  # the container exists, its process is not up yet
+        self.in_start.set()
+        assert self.release.wait(10)
+        self.running = True
+        return SimpleNamespace(rocklet_socket="/nonexistent", extra={})
+
+    def stop(self, sandbox_id: str, grace: float) -> None:
+        self.stopped.append(sandbox_id)
+        self.running = False
+
+
+class _Gateway:
+    def register(self, *args: Any) -> None:
+        pass
+
+
+def test_a_sandbox_being_started_reads_pending_and_is_not_reaped() -> None:
+    backend = SlowStartBackend()
+    servicer = WorkerServicer(backend, _Gateway(), max_sandboxes=4, capacity=Limits())  # type: ignore[arg-type]
+    replies: list[Any] = []
+    request = worker_pb2.StartSandboxRequest(sandbox_id=SID, namespace="default")
+    call = threading.Thread(target=lambda: replies.append(servicer.StartSandbox(request, None)))  # type: ignore[arg-type]
+    call.start()
+    try:
+        assert backend.in_start.wait(10)
+        assert servicer.starting() == {SID}
+        assert servicer.status_of(SID)[0] == sandbox_pb2.SANDBOX_STATE_PENDING
+        assert [s.state for s in servicer.statuses()] == [sandbox_pb2.SANDBOX_STATE_PENDING]
+        assert servicer.reap_crashed() == [] and backend.stopped == []
+    finally:
+        backend.release.set()
+        call.join(10)
+    assert replies[0].state == sandbox_pb2.SANDBOX_STATE_RUNNING
+    assert servicer.starting() == set()
+    assert servicer.status_of(SID)[0] == sandbox_pb2.SANDBOX_STATE_RUNNING
+    # Once started, a process that dies is a crash again.
+    backend.running = False
+    assert servicer.reap_crashed() == [SID] and backend.stopped == [SID]
+
+
+def test_a_start_that_is_refused_is_no_longer_starting() -> None:
+    backend = SlowStartBackend()
+
+    def refuse(sandbox_id: str, config: Any) -> Any:
+        raise ValueError("image: unknown image 'nope'")
+
+    backend.start = refuse  # type: ignore[method-assign]
+    servicer = WorkerServicer(backend, _Gateway(), max_sandboxes=4, capacity=Limits())  # type: ignore[arg-type]
+    with pytest.raises(Exception):  # noqa: B017,PT011 - a grpc abort without a context
+        servicer.StartSandbox(worker_pb2.StartSandboxRequest(sandbox_id=SID), None)  # type: ignore[arg-type]
+    assert servicer.starting() == set()
+
+
+class SlowRemoveBackend(SlowStopBackend):
+    """``remove`` kills the processes at once and blocks until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gone = False
+        self.in_remove = threading.Event()
+        self.stops: list[str] = []
+
+    def list(self) -> list[str]:
+        return [] if self.gone else [SID]
+
+    def stop(self, sandbox_id: str, grace: float) -> None:
+        self.stops.append(sandbox_id)
+
+    def remove(self, sandbox_id: str) -> None:
+        self.running = False
+        self.in_remove.set()
+        assert self.release.wait(10)
+        self.gone = True
+
+
+class _ForgetfulGateway:
+    def forget(self, sandbox_id: str) -> None:
+        pass
+
+
+def test_a_sandbox_being_removed_is_neither_reported_nor_reaped() -> None:
+    backend = SlowRemoveBackend()
+    servicer = WorkerServicer(backend, _ForgetfulGateway(), max_sandboxes=1, capacity=None)  # type: ignore[arg-type]
+    call = threading.Thread(target=servicer.remove, args=(SID,))
+    call.start()
+    try:
+        assert backend.in_remove.wait(10)
+        assert servicer.statuses() == []
+        assert servicer.reap_crashed() == [] and backend.stops == []
+    finally:
+        backend.release.set()
+        call.join(10)
+    assert servicer.statuses() == [] and servicer.table.removing == set()

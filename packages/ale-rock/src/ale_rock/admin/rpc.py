@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -29,6 +30,20 @@ def upstream_detail(e: grpc.aio.AioRpcError) -> common_pb2.ErrorDetail:
     return detail
 
 
+def cancelled_by_its_channel() -> bool:
+    """Whether a CancelledError caught now came from a gRPC call whose channel was closed under it
+    (grpc.aio raises CancelledError there) rather than from this task being cancelled (a caller
+    that went away, a shutdown): only the latter may propagate as a cancellation."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return task is not None and cancelling is not None and cancelling() == 0
+
+
+def _channel_closed() -> common_pb2.ErrorDetail:
+    return wire_errors.make_error(common_pb2.ERROR_CODE_UNAVAILABLE,
+                                  "the sandbox's worker went away during the call (its connection was closed)")
+
+
 async def _abort(context: Any, exc: BaseException, method: str) -> None:
     if isinstance(exc, AdminError):
         detail = error_to_pb(exc)
@@ -49,6 +64,10 @@ def unary(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
             return await fn(self, request, context)
         except (AdminError, grpc.aio.AioRpcError) as e:
             await _abort(context, e, fn.__name__)
+        except asyncio.CancelledError:
+            if not cancelled_by_its_channel():
+                raise
+            await wire_errors.abort(context, _channel_closed())  # type: ignore[func-returns-value,misc]
         except Exception as e:
             if isinstance(e, grpc.aio.AbortError):
                 raise
@@ -67,6 +86,10 @@ def streaming(fn: Callable[..., AsyncIterator[T]]) -> Callable[..., AsyncIterato
                 yield item
         except (AdminError, grpc.aio.AioRpcError) as e:
             await _abort(context, e, fn.__name__)
+        except asyncio.CancelledError:
+            if not cancelled_by_its_channel():
+                raise
+            await wire_errors.abort(context, _channel_closed())  # type: ignore[func-returns-value,misc]
         except Exception as e:
             if isinstance(e, grpc.aio.AbortError):
                 raise

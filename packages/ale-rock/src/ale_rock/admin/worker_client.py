@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import grpc
@@ -9,6 +10,7 @@ from ale_proto.errors import error_detail_of
 from ale_proto.v1 import rocklet_pb2_grpc, worker_pb2, worker_pb2_grpc
 
 from ale_rock.admin.convert import spec_from_dict, state_from_pb
+from ale_rock.admin.rpc import cancelled_by_its_channel
 from ale_rock.admin.state import State
 from ale_rock.admin.workers import CommitInfo, WorkerCallError
 from ale_rock.grpc_options import channel_options
@@ -40,6 +42,13 @@ class GrpcWorkerClient:
             return await method(request, timeout=timeout, metadata=self.metadata)
         except grpc.aio.AioRpcError as e:
             raise _wrap(e) from e
+        except asyncio.CancelledError:
+            if not cancelled_by_its_channel():
+                raise
+            # The client was closed under the call (the worker re-registered elsewhere, or its
+            # grace ended): the worker is unreachable, as far as this call knows.
+            raise WorkerCallError(f"the connection to worker {self.address} was closed", unavailable=True,
+                                  code="UNAVAILABLE") from None
 
     async def start(self, sandbox_id: str, namespace: str, spec: dict[str, Any], timeout: float) -> tuple[State, str]:
         resp = await self._call(

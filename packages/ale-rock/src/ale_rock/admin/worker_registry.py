@@ -105,16 +105,19 @@ class WorkerRegistry:
             return False
         self._workers[worker_id].alive = False
         self._store.set_worker_alive(worker_id, False)
-        if (c := self._clients.pop(worker_id, None)) is not None:
-            self._tasks.spawn(c.close())
+        # Its client stays open: a worker too busy to heart-beat still answers the calls in flight
+        # (closing the channel would cancel them), and one back at the same address reuses it.
         log.warning("worker lost", extra={"worker_id": worker_id, "detail": reason})
         self._lost_since[worker_id] = time.monotonic()
         self._lost_reason[worker_id] = reason
         return not grace or self.config.lost_worker_grace_s == 0
 
     def end_grace(self, worker_id: str) -> str:
-        """Close a lost worker's grace; returns why it was lost."""
+        """Close a lost worker's grace (and its client: calls still in flight end UNAVAILABLE);
+        returns why it was lost."""
         self._lost_since.pop(worker_id, None)
+        if (c := self._clients.pop(worker_id, None)) is not None:
+            self._tasks.spawn(c.close())
         return self._lost_reason.pop(worker_id, f"worker {worker_id} was lost")
 
     def check(self) -> list[str]:

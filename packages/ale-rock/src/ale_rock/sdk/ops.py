@@ -55,7 +55,8 @@ class CreateOptions(TypedDict, total=False):
 # -- the sandbox's class: construction ------------------------------------------------------------
 def create(cls: Any, image: str = "", *, client: Any = None, address: str | None = None,
            api_key: str | None = None, timeout: float | None = None, **spec: Unpack[CreateOptions]) -> Op[Any]:
-    """Create a sandbox (by default waiting until it runs; raises SandboxStartFailed if it fails)."""
+    """Create a sandbox (by default waiting until it runs; raises SandboxStartFailed if it fails or
+    its worker is lost while it starts)."""
     spec["request_id"] = spec.get("request_id") or uuid.uuid4().hex
     req = rq.create_request(image=image, **spec)
     owns = client is None
@@ -68,7 +69,7 @@ def create(cls: Any, image: str = "", *, client: Any = None, address: str | None
         raise
     info = t.sandbox_info(resp.sandbox)
     sb = cls(info.id, c, owns, info)
-    if info.state == "failed":
+    if info.state in ("failed", "lost"):  # lost: its worker went away while it started
         yield from release(sb)
         raise SandboxStartFailed(f"sandbox {info.id} failed to start: {info.message}", metadata={"id": info.id})
     return sb

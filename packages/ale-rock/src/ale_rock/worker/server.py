@@ -256,6 +256,9 @@ class WorkerHandle:
         )
 
     def _on_registered(self, keep: set[str]) -> None:
+        # A sandbox being started is the admin's call in flight, not an orphan: the admin reaps it
+        # when that call returns, if it no longer wants it.
+        keep = keep | self.servicer.starting()
         for sid in self.backend.list():
             if sid not in keep:
                 log.info("admin does not know sandbox %s; removing it", sid)

@@ -38,6 +38,8 @@ class SandboxTable:
         self.sockets: dict[str, str] = {}
         self.granted: dict[str, Limits] = {}
         """Resources each sandbox asked for (0 = the worker's default), for free-capacity reports."""
+        self.removing: set[str] = set()
+        """Sandboxes whose removal runs: their processes die on purpose, which is not a crash."""
 
 
 class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
@@ -60,7 +62,9 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         self._on_started = on_started or (lambda _sid, _sock: None)
         self._on_removed = on_removed or (lambda _sid: None)
         self._start_lock = threading.Lock()
-        self._starting = 0
+        self._starting: dict[str, threading.Event] = {}
+        """Sandboxes whose StartSandbox runs (set when it ends). Their container or directory may
+        already be listed while their main process is not up yet: that is not a crash."""
         self.egress_protected: list[Endpoint] = []
         """ALE services (host, port) no egress rule may name (this worker, the admin, the proxy)."""
 
@@ -134,8 +138,16 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             rules.append(Rule(host=rule.host, port=rule.port))
         return rules
 
+    def starting(self) -> set[str]:
+        """Ids of the sandboxes being started now."""
+        with self._start_lock:
+            return set(self._starting)
+
     def status_of(self, sandbox_id: str) -> tuple[Any, str]:
         """(SandboxState, message) of one sandbox."""
+        with self._start_lock:
+            if sandbox_id in self._starting:
+                return sandbox_pb2.SANDBOX_STATE_PENDING, ""
         lost = getattr(self.backend, "lost_reason", None)  # kubernetes: a pod evicted or deleted
         if lost is not None and (why := lost(sandbox_id)):
             return sandbox_pb2.SANDBOX_STATE_LOST, why
@@ -153,16 +165,25 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         out = []
         for sid in self.backend.list():
             state, message = self.status_of(sid)
+            with self.table.lock:  # checked after the read: a removal that began before it shows here
+                if sid in self.table.removing:
+                    continue  # going away at the admin's request: nothing to report
             out.append(worker_pb2.WorkerSandboxStatus(sandbox_id=sid, state=state, message=message))  # type: ignore[arg-type]
         return out
 
     def reap_crashed(self) -> list[str]:
         """Kill what is left of sandboxes whose main process died; they stay listed as FAILED."""
         crashed = []
+        starting = self.starting()
         for sid in self.backend.list():
+            if sid in starting:
+                continue  # not up yet: stopping it now would kill the start half-way
             with self.table.lock:
                 known = sid in self.table.stopped or sid in self.table.failed
             if not known and not self.backend.is_running(sid):
+                with self.table.lock:
+                    if sid in self.table.removing:  # checked after the read, as in statuses()
+                        continue
                 try:
                     self.backend.stop(sid, 0)
                 except KeyError:
@@ -174,7 +195,13 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
 
     def remove(self, sandbox_id: str) -> None:
         """Remove a sandbox and forget it everywhere."""
-        self.backend.remove(sandbox_id)
+        with self.table.lock:
+            self.table.removing.add(sandbox_id)
+        try:
+            self.backend.remove(sandbox_id)
+        finally:
+            with self.table.lock:
+                self.table.removing.discard(sandbox_id)
         self.gateway.forget(sandbox_id)
         self._on_removed(sandbox_id)
         with self.table.lock:
@@ -191,11 +218,18 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         self._check_id(context, sid, must_exist=False)
         config = self.config_of(request.spec, context)
         config.namespace = request.namespace  # scopes the images it may start from and its commits
+        with self._start_lock:
+            running_start = self._starting.get(sid)
+        if running_start is not None:  # a repeated request: answer with the first one's outcome
+            running_start.wait(context.time_remaining() if context is not None else None)
         if sid in self.backend.list():
             state, message = self.status_of(sid)
             return worker_pb2.StartSandboxResponse(state=state, message=message)  # type: ignore[arg-type]
         with self._start_lock:
-            if len(self.backend.list()) + self._starting >= self.max_sandboxes:
+            if sid in self._starting:
+                abort(context, make_error(common_pb2.ERROR_CODE_ALREADY_EXISTS, f"sandbox {sid} is being started",
+                                          "sandbox_id"))
+            if len(self.backend.list()) + len(self._starting) >= self.max_sandboxes:
                 abort(
                     context,
                     make_error(
@@ -204,7 +238,20 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
                         max_sandboxes=str(self.max_sandboxes),
                     ),
                 )
-            self._starting += 1
+            done = self._starting[sid] = threading.Event()
+        try:
+            resp = self._start(sid, config, request.namespace, context)
+        finally:
+            # Only now may heartbeats and the crash reaper judge it (see ``_starting``).
+            with self._start_lock:
+                self._starting.pop(sid, None)
+            done.set()
+        if resp is None:  # it existed already
+            state, message = self.status_of(sid)
+            return worker_pb2.StartSandboxResponse(state=state, message=message)  # type: ignore[arg-type]
+        return resp
+
+    def _start(self, sid: str, config: SandboxConfig, namespace: str, context: grpc.ServicerContext) -> Any:
         try:
             handle = self.backend.start(sid, config)
         except ImageNotFoundError as e:  # another namespace's snapshot reads as absent
@@ -213,19 +260,15 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             field, _, message = str(e).partition(": ")
             _invalid(context, f"spec.{field}" if message else "spec", message or str(e))
         except FileExistsError:
-            state, message = self.status_of(sid)
-            return worker_pb2.StartSandboxResponse(state=state, message=message)  # type: ignore[arg-type]
+            return None  # the caller answers with its status
         except Exception as e:  # noqa: BLE001 - reported to the admin as FAILED
             return worker_pb2.StartSandboxResponse(
                 state=sandbox_pb2.SANDBOX_STATE_FAILED, message=f"{type(e).__name__}: {e}"
             )
-        finally:
-            with self._start_lock:
-                self._starting -= 1
         rules = [Rule(r.host, r.port) for r in config.allow]
         self.gateway.register(sid, handle.extra.get("egress_token", ""), rules)
         with self.table.lock:
-            self.table.namespace[sid] = request.namespace
+            self.table.namespace[sid] = namespace
             self.table.sockets[sid] = str(handle.rocklet_socket)
             self.table.granted[sid] = config.limits
         self._on_started(sid, str(handle.rocklet_socket))
