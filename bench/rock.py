@@ -5,9 +5,14 @@
 
 Every figure comes from this run, baselines included (a bare local spawn of the same command, and
 ``docker run --rm`` when an engine and an image are available). The result is one JSON object.
-With ``--backend docker`` and no ``--pool-size`` it runs twice: with the worker's warm pools off
-(``create_cold_*``: every create starts a container) and with them on, each create timed once the
-pools have refilled (``create_*``: a warm claim); the load average is part of the result.
+With ``--backend docker`` and no ``--pool-size`` it runs twice through an Admin and a Worker: with
+the worker's warm pools off (``create_cold_*``: every create starts a container) and with them on,
+each create timed once the pools have refilled (``create_warm_*``, also ``create_*``: a warm claim;
+``create_warm_rpc_*`` and ``create_warm_first_exec_*`` split it). One ``docker run --rm`` of the
+sandboxes' image is timed before every create of both runs (``docker_run_p50_ms``), so the ratios
+(``create_cold_vs_docker_run``, ``create_warm_vs_docker_run``) compare samples taken under the same
+load; the load average is part of the result. Docker defaults: ``--concurrent 0 --iterations 10``,
+with the backend's default limits (about a minute on a quiet 2-core machine).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -55,6 +61,11 @@ class BenchConfig(BaseModel):
     wait_for_pool: bool = False
     """Docker: time each create only once the worker's warm pools have settled (every slot
     started), so the figure is a warm claim and not a race with the refill."""
+    exec_rtt: bool = True
+    """Measure the exec round trip (the docker cold run skips it: the warm run measures it)."""
+    interleave_docker_run: bool = False
+    """Time one ``docker run --rm`` before each create (instead of ``docker_runs`` after them), so
+    the baseline and the creates share the load of the moment."""
 
 
 def _pct(samples: list[float], q: float) -> float | None:
@@ -152,33 +163,49 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
         client = cluster.client(timeout=120)
         kw = {"cpu": cfg.cpu, "memory": cfg.memory, "backend": cfg.backend}
 
+        wanted = cfg.docker_image
+        if not wanted and cfg.backend == "docker":  # the baseline runs the image the sandboxes run
+            from ale_rock.backends.docker_runtime import default_base_image
+
+            wanted = default_base_image()
+        image = _docker_image(wanted) if cfg.docker_runs else None
+        runs: list[float] = []
+
         say(f"create → first exec × {cfg.iterations}")
         create: list[float] = []
+        rpc: list[float] = []
         for _ in range(cfg.iterations):
+            if cfg.interleave_docker_run and image:
+                runs += _timed(lambda: _docker_run(image), 1)
             if cfg.wait_for_pool:
                 _settle_pools(cluster.worker_state_dir("bench") / "docker")
             try:
                 t0 = time.perf_counter()
                 sb = Sandbox.create(client=client, **kw)  # type: ignore[arg-type]
+                t1 = time.perf_counter()
                 sb.exec(COMMAND)
                 create.append(time.perf_counter() - t0)
+                rpc.append(t1 - t0)
                 sb.delete()
             except Exception as e:  # counted, not fatal: the benchmark reports failures
                 failures.append(f"create: {e}")
         result["create_p50_ms"], result["create_p99_ms"] = _pct(create, 0.5), _pct(create, 0.99)
+        result["create_rpc_p50_ms"] = _pct(rpc, 0.5)
+        result["first_exec_p50_ms"] = _pct([c - r for c, r in zip(create, rpc, strict=True)], 0.5)
 
-        say(f"exec round trip × {cfg.iterations * 4}")
-        try:
-            with Sandbox.create(client=client, **kw) as sb:  # type: ignore[arg-type]
-                sb.exec(COMMAND)
-                rtt = _timed(lambda: sb.exec(COMMAND), cfg.iterations * 4)
-                direct = _direct_worker_rtt(cluster, sb.id, cfg.iterations * 4)
-            result["exec_rtt_p50_ms"], result["exec_rtt_p99_ms"] = _pct(rtt, 0.5), _pct(rtt, 0.99)
-            # the same exec sent straight to the worker's Rocklet proxy: the Admin hop is the difference
-            result["worker_direct_exec_p50_ms"] = _pct(direct, 0.5)
-        except Exception as e:
-            failures.append(f"exec: {e}")
-            result["exec_rtt_p50_ms"] = result["exec_rtt_p99_ms"] = None
+        result["exec_rtt_p50_ms"] = result["exec_rtt_p99_ms"] = None
+        if cfg.exec_rtt:
+            say(f"exec round trip × {cfg.iterations * 4}")
+            try:
+                with Sandbox.create(client=client, **kw) as sb:  # type: ignore[arg-type]
+                    sb.exec(COMMAND)
+                    rtt = _timed(lambda: sb.exec(COMMAND), cfg.iterations * 4)
+                    direct = _direct_worker_rtt(cluster, sb.id, cfg.iterations * 4)
+                result["exec_rtt_p50_ms"], result["exec_rtt_p99_ms"] = _pct(rtt, 0.5), _pct(rtt, 0.99)
+                # the same exec sent straight to the worker's Rocklet proxy: the Admin hop is the difference
+                result["worker_direct_exec_p50_ms"] = _pct(direct, 0.5)
+            except Exception as e:
+                failures.append(f"exec: {e}")
 
         say(f"{cfg.concurrent} sandboxes held at once")
         result["concurrent"] = 0
@@ -186,19 +213,12 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
             result.update(asyncio.run(_concurrent(cluster, cfg, kw, failures)))
         client.close()
 
-        wanted = cfg.docker_image
-        if not wanted and cfg.backend == "docker":  # the baseline runs the image the sandboxes run
-            from ale_rock.backends.docker_runtime import default_base_image
-
-            wanted = default_base_image()
-        image = _docker_image(wanted) if cfg.docker_runs else None
         result["docker_image"] = image
-        result["docker_run_p50_ms"] = None
-        if image:
+        if image and not cfg.interleave_docker_run:
             say(f"docker run --rm × {cfg.docker_runs} ({image})")
-            runs = _timed(lambda: subprocess.run(["docker", "run", "--rm", "--network", "none", image, *COMMAND],
-                                                 capture_output=True, timeout=60), cfg.docker_runs)
-            result["docker_run_p50_ms"] = _pct(runs, 0.5)
+            runs = _timed(lambda: _docker_run(image), cfg.docker_runs)
+        result["docker_run_p50_ms"] = _pct(runs, 0.5)
+        result["docker_run_samples"] = [round(r * 1000, 1) for r in runs]
         say("stopping (the worker reaps every sandbox)")
     # after a graceful stop nothing of the worker's sandboxes may remain
     deadline = time.monotonic() + 10
@@ -217,9 +237,19 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     return result
 
 
+def _docker_run(image: str) -> None:
+    subprocess.run(["docker", "run", "--rm", "--network", "none", image, *COMMAND], capture_output=True, timeout=60)
+
+
+SETTLED_S = 0.4
+"""How long the warm slots must stay the same to count as settled: longer than the pools' refill
+delay after a claim (``pool_refill_delay_s``, 0.25 s), so a held-back refill is not missed."""
+
+
 def _settle_pools(root: Path, timeout_s: float = 120.0) -> None:
     """Wait until the docker worker's warm slots (``_pool-*`` dirs) are all ready: a ready slot's
-    socket dir is sealed (0755, no longer the sandbox's), and the set stays the same for 50 ms."""
+    socket dir is sealed (0755, no longer the sandbox's), and the set stays the same for
+    ``SETTLED_S``."""
 
     def slots() -> tuple[frozenset[str], bool]:
         names: set[str] = set()
@@ -236,11 +266,13 @@ def _settle_pools(root: Path, timeout_s: float = 120.0) -> None:
 
     deadline = time.monotonic() + timeout_s
     last: frozenset[str] | None = None
+    since = time.monotonic()
     while time.monotonic() < deadline:
         names, ready = slots()
-        if ready and names == last:
+        if not ready or names != last:
+            last, since = (names if ready else None), time.monotonic()
+        elif time.monotonic() - since >= SETTLED_S:
             return
-        last = names if ready else None
         time.sleep(0.05)
 
 
@@ -295,18 +327,27 @@ async def _concurrent(cluster: Any, cfg: BenchConfig, kw: dict[str, Any], failur
     return {"concurrent": alive, "concurrent_create_s": round(created_s, 3)}
 
 
+DOCKER_DEFAULTS: dict[str, Any] = {"concurrent": 0, "iterations": 10, "docker_runs": 10, "cpu": 1.0, "memory": "512Mi"}
+"""``--backend docker``'s defaults: a minute or so on a quiet machine (each sample is a container).
+The sandboxes get the backend's default limits (1 CPU, 512 MiB; ``docker run`` has none): under a
+0.1-CPU quota the Rocklet's ~150 ms of start-up CPU alone takes 1.5 s, which is the quota, not
+the backend."""
+LOCAL_DEFAULTS: dict[str, Any] = {"concurrent": 100, "iterations": 50, "docker_runs": 10, "cpu": 0.1, "memory": "128Mi"}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Print the figures as one JSON object (progress goes to stderr unless ``--json``)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true", help="print only the JSON object")
-    p.add_argument("--concurrent", type=int, default=100, help="sandboxes held alive at once")
-    p.add_argument("--iterations", type=int, default=50, help="create→first-exec and exec samples")
-    p.add_argument("--docker-runs", type=int, default=10, help="docker run --rm samples (0 = skip)")
+    p.add_argument("--concurrent", type=int, default=None, help="sandboxes held alive at once (100; docker 0)")
+    p.add_argument("--iterations", type=int, default=None, help="create→first-exec samples (50; docker 10)")
+    p.add_argument("--docker-runs", type=int, default=None, help="docker run --rm samples (10; 0 = skip)")
     p.add_argument("--backend", default="local", help="backend of the sandboxes")
     p.add_argument("--pool-size", type=int, default=None, help="the worker's warm pool floor (0 = pools off)")
     args = p.parse_args(argv)
-    cfg = BenchConfig(concurrent=args.concurrent, iterations=args.iterations, docker_runs=args.docker_runs,
-                      backend=args.backend, pool_size=args.pool_size)
+    defaults = DOCKER_DEFAULTS if args.backend == "docker" else LOCAL_DEFAULTS
+    given = {k: getattr(args, k) for k in defaults if getattr(args, k, None) is not None}
+    cfg = BenchConfig(**{**defaults, **given}, backend=args.backend, pool_size=args.pool_size)
     load_before = os.getloadavg()
     if cfg.backend == "docker" and cfg.pool_size is None:
         result = docker_cold_and_warm(cfg, progress=not args.json)
@@ -318,19 +359,29 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def docker_cold_and_warm(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
-    """Two runs of the docker backend: warm pools off (every create starts a container: the
-    ``create_cold_*`` figures, with their own ``docker run`` baseline), then on with each create
-    timed after the pools refilled (``create_*``). Ratios are to the baseline of the same run."""
-    cold = run_bench(cfg.model_copy(update={"pool_size": 0, "concurrent": 0}), progress)
-    warm = run_bench(cfg.model_copy(update={"pool_size": 2, "wait_for_pool": True}), progress)
+    """Two runs of the docker backend through Admin + Worker: warm pools off (every create starts a
+    container: ``create_cold_*``), then on with each create timed after the pools refilled
+    (``create_warm_*`` = ``create_*``). Each run times a ``docker run --rm`` before every create;
+    ``docker_run_p50_ms`` is the median of all of them, the baseline of both ratios."""
+    both = {"interleave_docker_run": True}
+    cold = run_bench(cfg.model_copy(update={**both, "pool_size": 0, "concurrent": 0, "exec_rtt": False}), progress)
+    warm = run_bench(cfg.model_copy(update={**both, "pool_size": 2, "wait_for_pool": True}), progress)
     out = dict(warm)
+    out["create_warm_p50_ms"], out["create_warm_p99_ms"] = warm.get("create_p50_ms"), warm.get("create_p99_ms")
+    out["create_warm_rpc_p50_ms"] = warm.get("create_rpc_p50_ms")
+    out["create_warm_first_exec_p50_ms"] = warm.get("first_exec_p50_ms")
     out["create_cold_p50_ms"], out["create_cold_p99_ms"] = cold.get("create_p50_ms"), cold.get("create_p99_ms")
-    out["docker_run_cold_phase_p50_ms"] = cold.get("docker_run_p50_ms")
+    runs = cold["docker_run_samples"] + warm["docker_run_samples"]
+    out["docker_run_samples"] = runs
+    out["docker_run_p50_ms"] = round(statistics.median(runs), 3) if runs else None
     out["failures"] = warm["failures"] + cold["failures"]
+    out["failure_samples"] = (cold["failure_samples"] + warm["failure_samples"])[:5]
     out["leaked"] = warm["leaked"] + cold["leaked"]
-    run = cold.get("docker_run_p50_ms")
-    if run and out["create_cold_p50_ms"]:
-        out["create_cold_over_docker_run"] = round(out["create_cold_p50_ms"] / run, 2)
+    run = out["docker_run_p50_ms"]
+    for phase in ("cold", "warm"):
+        mine = out[f"create_{phase}_p50_ms"]
+        out[f"create_{phase}_vs_docker_run"] = round(mine / run, 3) if run and mine else None
+    out.pop("docker_over_create_p50", None)  # the warm run's own ratio, superseded by the two above
     return out
 
 

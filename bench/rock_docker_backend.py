@@ -3,8 +3,11 @@
     python bench/rock_docker_backend.py --json [--n 10] [--pool-size 1]
 
 prints one JSON object: the create -> first exec p50 with a warm pool of one, the same for cold
-starts, and the bare ``docker run`` p50, all measured interleaved in the same run. Without a Docker
-engine it prints ``{"skipped": "<why>"}`` (``make bench`` runs every script here).
+starts, and the bare ``docker run`` p50, all measured interleaved in the same run; with a pool, also
+``warm_steps``: the median of each step of a warm claim (``start`` split into its steps, the first
+exec) and the engine calls the claiming thread made (``engine_calls``: a warm claim should make
+none). Without a Docker engine it prints ``{"skipped": "<why>"}`` (``make bench`` runs every script
+here).
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ import json
 import shutil
 import statistics
 import subprocess
+import threading
 import time
 import uuid
+from collections import defaultdict
 from typing import Any
 
 import grpc
@@ -47,16 +52,79 @@ def create_first_exec_ms(backend: Any, n: int, config: SandboxConfig | None = No
         t0 = time.perf_counter()
         handle = backend.start(sid, config or SandboxConfig())
         try:
-            with grpc.insecure_channel(f"unix:{handle.rocklet_socket}", options=channel_options()) as ch:
-                stub = rocklet_pb2_grpc.RockletServiceStub(ch)
-                req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(argv=["true"]))
-                result = stub.Exec(req, timeout=60).result
+            _first_exec(handle)
             out.append((time.perf_counter() - t0) * 1000)
-            if result.exit_code != 0:
-                raise RuntimeError(f"first exec failed in {sid}: {result}")
         finally:
             backend.remove(sid)
     return out
+
+
+_STEPS = ("_check_image", "_reserve", "_shape", "_adopt")
+"""DockerBackend methods a warm claim goes through, timed one by one (the pool's claim too)."""
+
+
+def warm_steps(backend: Any, n: int) -> dict[str, Any]:
+    """Median ms of each step of ``n`` warm claims and the engine calls the claiming thread made."""
+    times: dict[str, list[float]] = defaultdict(list)
+    engine: list[str] = []
+    me = threading.get_ident()
+    in_start = False
+
+    def timed(name: str, fn: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if threading.get_ident() == me:
+                    times[name].append((time.perf_counter() - t0) * 1000)
+        return call
+
+    class Api:  # the engine client, noting calls from this thread
+        def __getattr__(self, name: str) -> Any:
+            attr = getattr(api, name)
+            if callable(attr) and in_start and threading.get_ident() == me:
+                engine.append(name)
+            return attr
+
+    api = backend._api
+    originals = {name: getattr(backend, name) for name in _STEPS}
+    claim = backend._pool.claim
+    try:
+        backend._api = backend._images._api = Api()
+        for name, fn in originals.items():
+            setattr(backend, name, timed(name, fn))
+        backend._pool.claim = timed("pool_claim", claim)
+        for _ in range(n):
+            _settle(backend)
+            sid = f"step-{uuid.uuid4().hex[:8]}"
+            in_start, t0 = True, time.perf_counter()
+            handle = backend.start(sid, SandboxConfig())
+            times["start"].append((time.perf_counter() - t0) * 1000)
+            in_start = False
+            try:
+                t1 = time.perf_counter()
+                _first_exec(handle)
+                times["first_exec"].append((time.perf_counter() - t1) * 1000)
+            finally:
+                backend.remove(sid)
+    finally:
+        backend._api = backend._images._api = api
+        for name in originals:
+            delattr(backend, name)
+        backend._pool.claim = claim
+    steps = {k: round(statistics.median(v), 2) for k, v in times.items()}
+    return {"warm_steps_ms": steps, "engine_calls_per_claim": round(len(engine) / n, 2),
+            "engine_calls": sorted(set(engine))}
+
+
+def _first_exec(handle: Any) -> None:
+    with grpc.insecure_channel(f"unix:{handle.rocklet_socket}", options=channel_options()) as ch:
+        stub = rocklet_pb2_grpc.RockletServiceStub(ch)
+        req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(argv=["true"]))
+        result = stub.Exec(req, timeout=60).result
+    if result.exit_code != 0:
+        raise RuntimeError(f"first exec failed in {handle.sandbox_id}: {result}")
 
 
 def _settle(backend: Any, timeout_s: float = 120.0) -> None:
@@ -64,7 +132,15 @@ def _settle(backend: Any, timeout_s: float = 120.0) -> None:
     pool = backend._pool
     shape = backend._shape(backend._pool_shape())  # the shape every create here asks for
     deadline = time.monotonic() + timeout_s
-    while pool.enabled and pool.ready(shape) < max(1, pool.target(shape)) and time.monotonic() < deadline:
+    settled_at = None
+    while pool.enabled and time.monotonic() < deadline:
+        # Full, and for longer than the refill delay after a claim (a held-back refill shows late).
+        if pool.ready(shape) < max(1, pool.target(shape)) or len(pool.keys()) > pool.ready():
+            settled_at = None
+        elif settled_at is None:
+            settled_at = time.monotonic()
+        elif time.monotonic() - settled_at > backend.config.pool_refill_delay_s + 0.1:
+            return
         time.sleep(0.05)
 
 
@@ -117,7 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     backend = DockerBackend(DockerBackendConfig(worker=f"bench{tag}", pool_size=args.pool_size))
     cold = DockerBackend(DockerBackendConfig(worker=f"benchc{tag}", pool_size=0)) if args.pool_size else None
     try:
-        print(json.dumps(measure(backend, args.n, cold)))
+        out: dict[str, Any] = {**measure(backend, args.n, cold)}
+        if args.pool_size:
+            out.update(warm_steps(backend, args.n))
+        print(json.dumps(out))
     finally:
         for b in (backend, cold):
             if b is not None:

@@ -160,3 +160,25 @@ def test_keys_cover_ready_pending_and_claimed(claims: int) -> None:
             assert key not in slots
     finally:
         pools.close()
+
+
+def test_a_claim_holds_its_shapes_refill_back_once_per_delay_without_starving_it() -> None:
+    """The claimed sandbox's first commands must not share the CPU with a slot starting up; a
+    stream of claims must still get its refills (the delay is not extended by every claim)."""
+    engine = _Engine()
+    pools = _pools(engine, floors={"s": 1}, max_per_shape=1, max_total=1, refill_delay_s=0.2)
+    try:
+        assert _wait(lambda: pools.ready("s") == 1)
+        t0 = time.monotonic()
+        assert pools.claim("s") is not None
+        assert _wait(lambda: pools.ready("s") == 1)
+        assert time.monotonic() - t0 >= 0.19  # refilled, but not before the delay
+        # Claims every 0.1 s (half the delay) keep being served: no starvation.
+        served = 0
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            served += pools.claim("s") is not None
+            time.sleep(0.1)
+        assert served >= 3  # one per delay window or so (about 7); a delay extended by each claim gives 1
+    finally:
+        pools.close()

@@ -41,8 +41,14 @@ def test_claim_refill_and_fallback(base_image, rocklet, docker_ps, poll) -> None
         r = rocklet(h)
         assert r.sh("echo $MARK") == "claimed\n"  # the new settings apply from the first command
         assert h.extra["egress_token"] and backend.list() == ["w1"]
-        assert backend._api.inspect_container(h.extra["container_id"])["Name"] == f"/ale-{worker}-w1"
+        # The claim did not rename the container (the engine's slowest step): it is the worker's
+        # slot, and the map persisted in the host dir says it is w1's, also for a fresh process.
+        info = backend._api.inspect_container(h.extra["container_id"])
+        assert info["Name"].startswith(f"/ale-{worker}-_pool-") and info["Config"]["Labels"]["ale.worker"] == worker
         assert h.host_dir == backend.root / "w1" and h.rocklet_socket.exists()
+        from ale_rock.backends.docker_index import SandboxIndex
+
+        assert SandboxIndex(backend.root).get("w1").container_id == h.extra["container_id"]
 
         # A shape the pool does not hold starts cold, labelled with its id.
         cold = backend.start("c1", SandboxConfig(limits=Limits(memory_bytes=256 * 2**20)))

@@ -8,11 +8,13 @@ socket dir bound at ``/run/ale``, the Rocklet's settings bound read-only at ``/r
 with a read-only root, the work dir. The Rocklet's Python dependencies come from the worker's own
 venv, bound read-only (see ``docker_runtime.py``), so any image with Debian's python3.11 works.
 
-The engine is the source of truth: every container carries the labels ``ale.backend`` and
-``ale.worker`` (plus ``ale.sandbox_id`` for cold starts; a warm-pool container cannot be relabelled
-when claimed) and is named ``ale-<worker>-<sandbox_id>``, so a restarted worker finds (``list``,
-``handle``) and reaps (``reap_orphans``) what it left, and workers sharing an engine never touch
-each other's containers. A warm pool (``pool_size``) hides the Rocklet's start-up time.
+Every container carries the labels ``ale.backend`` and ``ale.worker`` (plus ``ale.sandbox_id`` for
+cold starts; a warm-pool container cannot be relabelled when claimed), so workers sharing an engine
+never touch each other's containers. A cold start's container is named ``ale-<worker>-<sandbox_id>``;
+a claimed warm slot keeps its slot name, and the backend's sandbox -> container map, persisted in
+each host dir (``docker_index.py``), says which is which, so a restarted worker finds (``list``,
+``handle``) and reaps (``reap_orphans``) what it left. Warm pools (``pool_size``, wired in
+``docker_warm.py``) hide the Rocklet's start-up time; a claim makes no engine call.
 
 The docker SDK is an optional dependency (``pip install ale-rock[docker]``), imported lazily.
 """
@@ -20,23 +22,30 @@ The docker SDK is an optional dependency (``pip install ale-rock[docker]``), imp
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import re
 import shutil
-import socket
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ale_proto.errors import InternalError, SandboxNotFound
-from pydantic import BaseModel, ConfigDict, Field
 
-from ale_rock.backends.base import Limits, SandboxConfig, SandboxHandle, Usage
+from ale_rock.backends.base import SandboxConfig, SandboxHandle, Usage
+from ale_rock.backends.docker_config import DockerBackendConfig, _check_id, _check_workdir, _with_defaults
 from ale_rock.backends.docker_disk import DiskQuotaUnsupported, layer_size, probe_quota, seal, unmount_under
-from ale_rock.backends.docker_pool import POOL_PREFIX, WarmPools
+from ale_rock.backends.docker_images import ImageCache
+from ale_rock.backends.docker_index import (
+    Entry,
+    SandboxIndex,
+    _dir_size,
+    _read_namespace,
+    _read_settings,
+    _write_namespace,
+    write_entry,
+)
+from ale_rock.backends.docker_pool import POOL_PREFIX
 from ale_rock.backends.docker_probe import wait_for_rocklet
 from ale_rock.backends.docker_runtime import (
     CONF_DIR,
@@ -44,7 +53,6 @@ from ale_rock.backends.docker_runtime import (
     SETTINGS_NAME,
     SOCKET_DIR,
     RockletRuntime,
-    default_base_image,
     discover_runtime,
     write_settings,
 )
@@ -55,16 +63,16 @@ from ale_rock.backends.docker_snap import (
     snapshot_ref,
 )
 from ale_rock.backends.docker_spec import EGRESS_DIR, container_kwargs, prepare_host_dir
+from ale_rock.backends.docker_warm import LABEL_SANDBOX, WarmPoolMixin
 from ale_rock.backends.docker_workdir import commit_with_workdir
+
+__all__ = ["DockerBackend", "DockerBackendConfig", "DockerBackendError", "SandboxNotFound"]
 
 LABEL_BACKEND = "ale.backend"
 LABEL_WORKER = "ale.worker"
-LABEL_SANDBOX = "ale.sandbox_id"
-LABEL_POOL = "ale.pool"
 LABEL_USER_PREFIX = "ale.label."
 log = logging.getLogger(__name__)
 _MAX_UNIX_PATH = 107  # sun_path holds 108 bytes including the terminating NUL
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
 class DockerBackendError(InternalError, RuntimeError):
@@ -79,80 +87,7 @@ def _docker() -> Any:
     return docker
 
 
-def _default_worker() -> str:
-    name = re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname()) or "worker"
-    return name[:63]
-
-
-class DockerBackendConfig(BaseModel):
-    """Settings of the Docker backend (one per worker)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["docker"] = "docker"
-    """Discriminator for the backend union."""
-    worker: str = Field(default_factory=_default_worker, pattern=_NAME_RE.pattern)
-    """This worker's name: the ``ale.worker`` label, so workers sharing an engine never reap
-    each other's containers."""
-    base_image: str = Field(default_factory=default_base_image)
-    """Image used when a sandbox asks for "" (built by ``scripts/build_base_image.sh``)."""
-    root_dir: Path | None = None
-    """Host dir for per-sandbox state; default ``/tmp/ale-docker/<worker>``."""
-    docker_host: str = ""
-    """Engine address (``unix:///var/run/docker.sock``); "" = ``DOCKER_HOST`` or the default."""
-    user: str = ""
-    """``uid:gid`` inside; "" = 1000:1000 for a root worker, else the worker's own uid:gid (so
-    the worker can always reach the Rocklet's socket)."""
-    rocklet_module: str = "ale_rock.rocklet"
-    """Module run with ``python3 -m`` as the container's main process."""
-    egress_socket: Path | None = None
-    """The worker's EgressService socket; its directory is bound read-only at
-    ``/run/ale-egress`` (a directory, so a restarted gateway's new socket is seen)."""
-    start_timeout_s: float = Field(default=60.0, gt=0)
-    """How long ``start`` waits for the Rocklet to answer."""
-    tmp_size_bytes: int = Field(default=256 * 2**20, gt=0)
-    """Size of the ``/tmp`` tmpfs when the root is read-only."""
-    init: bool = True
-    """Run Docker's init (tini) as pid 1, so orphaned processes are reaped and signals forwarded."""
-    pool_size: int = Field(default=2, ge=0, le=32)
-    """Pre-started sandboxes always kept warm for the default shape (base image, ``pool_limits``);
-    0 turns every warm pool off. A request is served from the pool of its shape (image, limits)
-    when it asks for the default work dir and a writable root; env and labels may differ. Claimed
-    sandboxes keep the container's ``ale.sandbox_id`` label empty (labels are immutable): the
-    container name is the identity."""
-    pool_limits: Limits = Field(default_factory=Limits)
-    """Limits of the default shape's pooled sandboxes."""
-    pool_max: int = Field(default=8, ge=0, le=64)
-    """Most warm sandboxes of one shape: every shape (the default included) keeps as many as it
-    was asked for in the last ``pool_window_s``, up to this."""
-    pool_max_total: int = Field(default=16, ge=0, le=256)
-    """Most warm sandboxes over all shapes (they hold memory while idle)."""
-    pool_window_s: float = Field(default=30.0, gt=0)
-    """How far back demand is counted; a surplus slot idle this long is discarded."""
-    pool_refillers: int = Field(default=2, ge=1, le=16)
-    """Warm sandboxes started in parallel, so back-to-back creates do not outrun the refill."""
-    disk_quota: Literal["require", "per_file"] = "require"
-    """How ``disk_bytes`` binds. ``require``: the container's layer gets ``--storage-opt size=``
-    (btrfs, zfs, overlay2 on xfs+pquota: ``scripts/docker_engine.sh`` starts such an engine); an
-    engine that cannot do it makes every start fail with :class:`DiskQuotaUnsupported`.
-    ``per_file``: an explicit opt-in to the weak fallback on such engines, an ``fsize`` ulimit
-    only (a sandbox can fill the engine's disk with many files); logged at every start."""
-
-    def resolved_root(self) -> Path:
-        """The per-worker host dir."""
-        return self.root_dir or Path("/tmp/ale-docker") / self.worker
-
-    def resolved_user(self) -> tuple[int, int]:
-        """(uid, gid) of the sandbox's processes."""
-        if self.user:
-            uid, _, gid = self.user.partition(":")
-            return int(uid), int(gid or uid)
-        if os.getuid() == 0:
-            return 1000, 1000
-        return os.getuid(), os.getgid()
-
-
-class DockerBackend:
+class DockerBackend(WarmPoolMixin):
     """Sandboxes as Docker containers (see the module docstring for the isolation guarantees)."""
 
     name = "docker"
@@ -174,16 +109,12 @@ class DockerBackend:
         os.chmod(self.root, 0o711)
         self._quota_lock = threading.Lock()
         self._quota: tuple[str, bool] | None = None  # (storage driver, size opt works), probed once
-        self._pool = WarmPools(
-            self._launch_warm,
-            self._cleanup,
-            floors={shape: self.config.pool_size} if (shape := self._floor_shape()) else {},
-            max_per_shape=max(self.config.pool_max, self.config.pool_size),
-            max_total=max(self.config.pool_max_total, self.config.pool_size),
-            window_s=self.config.pool_window_s,
-            refillers=self.config.pool_refillers,
-            enabled=self.config.pool_size > 0,
-        )
+        # Image ids from memory while subscribed to the engine's image events (warm claims only:
+        # a cold start costs the engine far more than one inspect).
+        self._images = ImageCache(self._api, enabled=self.config.pool_size > 0)
+        self._images.start()
+        self._index = SandboxIndex(self.root)  # sandbox id -> container, from the host dirs
+        self._pool = self._make_pool()
         self._pool.start()
 
     # -- naming -----------------------------------------------------------------------------------
@@ -197,10 +128,17 @@ class DockerBackend:
     def _labels(self) -> dict[str, str]:
         return {LABEL_BACKEND: "docker", LABEL_WORKER: self.config.worker}
 
+    def _ref(self, sandbox_id: str) -> str:
+        """The engine's name for the sandbox's container: its id when known, else its cold name."""
+        entry = self._index.get(sandbox_id)
+        if entry is not None and not entry.starting:
+            return entry.container_id or self._container_name(entry.key)
+        return self._container_name(sandbox_id)
+
     def _inspect(self, sandbox_id: str) -> dict[str, Any] | None:
         _check_id(sandbox_id)
         try:
-            info: dict[str, Any] = self._api.inspect_container(self._container_name(sandbox_id))
+            info: dict[str, Any] = self._api.inspect_container(self._ref(sandbox_id))
         except self._errors.NotFound:
             return None
         return info
@@ -223,24 +161,33 @@ class DockerBackend:
         _check_workdir(config.workdir)
         config = config.model_copy(update={"limits": _with_defaults(config.limits)})
         self._check_image(config.image, config.namespace)
-        if self._inspect(sandbox_id) is not None:
+        self._reserve(sandbox_id)
+        try:
+            shutil.rmtree(self._host_dir(sandbox_id), ignore_errors=True)  # debris of a crashed start
+            handle = self._claim_warm(sandbox_id, config)
+            if handle is not None:
+                return handle
+            labels = {LABEL_SANDBOX: sandbox_id}
+            labels.update({LABEL_USER_PREFIX + k: v for k, v in config.labels.items()})
+            self._index.put(sandbox_id, self._launch(sandbox_id, config, labels))
+            return self.handle(sandbox_id)
+        except BaseException:
+            entry = self._index.get(sandbox_id)
+            if entry is not None and entry.starting:
+                self._index.pop(sandbox_id)
+            raise
+
+    def _reserve(self, sandbox_id: str) -> None:
+        """Mark ``sandbox_id`` as starting (from memory: the map knows every sandbox of this worker);
+        FileExistsError when it exists. Only a known id asks the engine (debris of a crash?)."""
+        if self._index.reserve(sandbox_id):
+            return
+        entry = self._index.get(sandbox_id)
+        if entry is None or entry.starting or self._inspect(sandbox_id) is not None:
             raise FileExistsError(f"sandbox {sandbox_id} exists")
-        shutil.rmtree(self._host_dir(sandbox_id), ignore_errors=True)  # debris of a crashed start
-        shape = self._shape(config) if self._poolable(config) else None
-        if shape is not None:
-            key = self._pool.claim(shape)
-            if key is not None:
-                try:
-                    return self._adopt(key, sandbox_id, config)
-                except Exception:  # noqa: BLE001 - a broken warm sandbox: fall back to a cold start
-                    self._cleanup(key)
-                    self._cleanup(sandbox_id)
-                finally:
-                    self._pool.release(key)
-        labels = {LABEL_SANDBOX: sandbox_id}
-        labels.update({LABEL_USER_PREFIX + k: v for k, v in config.labels.items()})
-        self._launch(sandbox_id, config, labels)
-        return self.handle(sandbox_id)
+        self._index.pop(sandbox_id)  # its container is gone: what is left is debris
+        if not self._index.reserve(sandbox_id):
+            raise FileExistsError(f"sandbox {sandbox_id} exists")
 
     def _check_image(self, image: str, namespace: str) -> None:
         """Another namespace's snapshot does not exist for this one (by tag, id or digest)."""
@@ -249,7 +196,7 @@ class DockerBackend:
         if foreign_snapshot(image, namespace):
             raise ImageNotFoundError(f"image: unknown image {image!r}")
         try:
-            labels = self._api.inspect_image(image)["Config"].get("Labels") or {}
+            labels = self._images.get(image).labels
         except self._errors.NotFound:
             return  # _launch reports the unknown image
         owner = labels.get(LABEL_SNAP_NAMESPACE)
@@ -272,53 +219,11 @@ class DockerBackend:
                 )
             log.warning("storage driver %s: disk_bytes caps each file only (disk_quota=per_file)", driver)
             return None
-        image_size = int(self._api.inspect_image(image).get("Size", 0))
-        return layer_size(driver, image_size, disk_bytes)
+        return layer_size(driver, self._images.get(image).size, disk_bytes)
 
-    def _poolable(self, config: SandboxConfig) -> bool:
-        # Env, labels and namespace are applied at claim time; everything fixed at container
-        # creation (image, limits, work dir binding, read-only root) is the shape or excluded.
-        return self.config.pool_size > 0 and config.workdir == SandboxConfig().workdir and not config.read_only_root
-
-    def _pool_shape(self) -> SandboxConfig:
-        return SandboxConfig(image=self.config.base_image, limits=_with_defaults(self.config.pool_limits))
-
-    def _shape(self, config: SandboxConfig) -> tuple[str, str, str] | None:
-        """The pool key of a (defaulted) config: image name, the image id it names now, limits.
-
-        The id is part of the key so a re-tagged image (a snapshot committed again under the same
-        name) is never served from containers of its previous content. None: no such image.
-        """
-        image = config.image or self.config.base_image
-        try:
-            image_id = str(self._api.inspect_image(image)["Id"])
-        except self._errors.APIError:
-            return None
-        return (image, image_id, config.limits.model_dump_json())
-
-    def _floor_shape(self) -> tuple[str, str, str] | None:
-        """The default shape, or None when the engine cannot tell yet (no image, engine down):
-        then it is pooled on demand only, like any other shape."""
-        if self.config.pool_size == 0:
-            return None
-        try:
-            return self._shape(self._pool_shape())
-        except Exception:  # noqa: BLE001 - a backend must construct without a reachable engine
-            log.warning("warm pool: cannot resolve the base image %s yet", self.config.base_image)
-            return None
-
-    def _launch_warm(self, key: str, shape: object) -> None:
-        assert isinstance(shape, tuple)
-        image, image_id, limits = (str(x) for x in shape)
-        config = SandboxConfig(image=image, limits=Limits.model_validate_json(limits))
-        self._launch(key, config, {LABEL_SANDBOX: "", LABEL_POOL: "1"})
-        # Started by name (so it reports the same image as a fresh sandbox): the name must still
-        # have meant the shape's image, else the slot would serve other content.
-        if self._api.inspect_container(self._container_name(key)).get("Image") != image_id:
-            raise DockerBackendError(f"image {image!r} changed while warm slot {key} started")
-
-    def _launch(self, key: str, config: SandboxConfig, labels: dict[str, str]) -> None:
-        """Create and start container ``ale-<worker>-<key>`` and wait for its Rocklet."""
+    def _launch(self, key: str, config: SandboxConfig, labels: dict[str, str]) -> Entry:
+        """Create and start container ``ale-<worker>-<key>``, record it in its host dir
+        (``container.json``) and wait for its Rocklet; return its :class:`Entry`."""
         image = config.image or self.config.base_image
         host_dir = self._host_dir(key)
         uid, gid = self.config.resolved_user()
@@ -354,12 +259,14 @@ class DockerBackend:
             layer_bytes=layer_bytes,
         )
         try:
-            container = self._api.create_container(**kwargs)["Id"]
+            container = str(self._api.create_container(**kwargs)["Id"])
+            entry = Entry(key=key, container_id=container, image=image)
+            write_entry(host_dir, entry)  # before start: a restarted worker must find it
             self._api.start(container)
         except self._errors.ImageNotFound as e:
             self._cleanup(key)
             raise ValueError(f"image: unknown image {image!r} ({_reason(e)})") from e
-        except self._errors.APIError as e:
+        except (self._errors.APIError, OSError) as e:
             self._cleanup(key)
             raise DockerBackendError(f"cannot start sandbox {key}: {_reason(e)}") from e
         try:
@@ -370,32 +277,25 @@ class DockerBackend:
             raise DockerBackendError(f"sandbox {key}: the Rocklet did not come up: {e}\n{logs}") from e
         # From here on the sandbox cannot add, swap or remove entries of its socket dir.
         seal(host_dir / "sock")
-
-    def _adopt(self, key: str, sandbox_id: str, config: SandboxConfig) -> SandboxHandle:
-        """Turn warm slot ``key`` into ``sandbox_id``: new settings, container name and host dir."""
-        src = self._host_dir(key)
-        token = _read_settings(src).get("egress_token", "") or uuid.uuid4().hex
-        # The Rocklet re-reads its settings on the next call: the sandbox's env applies from the
-        # very first command.
-        write_settings(src / "conf" / SETTINGS_NAME, self._settings(config, token))
-        (src / "labels.json").write_text(json.dumps(config.labels))
-        _write_namespace(src, config.namespace)
-        self._api.rename(self._container_name(key), self._container_name(sandbox_id))
-        # The container's bind mounts follow the directory, whatever its host path becomes.
-        os.rename(src, self._host_dir(sandbox_id))
-        return self.handle(sandbox_id)
+        return entry
 
     def handle(self, sandbox_id: str) -> SandboxHandle:
-        """The handle of an existing sandbox (also after a worker restart: the engine is the state)."""
-        info = self._require(sandbox_id)
+        """The handle of an existing sandbox (also after a worker restart: the host dirs are the
+        map). From memory for a known sandbox; the engine is asked only about an unknown id."""
+        _check_id(sandbox_id)
+        entry = self._index.get(sandbox_id)
+        if entry is None or entry.starting or not entry.container_id:
+            info = self._require(sandbox_id)
+            entry = Entry(key=entry.key if entry else sandbox_id, container_id=str(info["Id"]),
+                          image=str(info["Config"].get("Image", "")))
         host_dir = self._host_dir(sandbox_id)
         return SandboxHandle(
             sandbox_id=sandbox_id,
             rocklet_socket=host_dir / "sock" / ROCKLET_SOCKET_NAME,
             host_dir=host_dir,
             extra={
-                "container_id": str(info["Id"]),
-                "image": str(info["Config"].get("Image", "")),
+                "container_id": entry.container_id,
+                "image": entry.image,
                 "egress_token": str(_read_settings(host_dir).get("egress_token", "")),
             },
         )
@@ -448,18 +348,29 @@ class DockerBackend:
     def remove(self, sandbox_id: str) -> None:
         """Force-remove the container (and its anonymous volumes) and the host dir. Idempotent."""
         _check_id(sandbox_id)
-        self._cleanup(sandbox_id)
+        ref = self._ref(sandbox_id)
+        self._remove_container(ref, sandbox_id)
+        self._remove_dir(sandbox_id)
+        self._index.pop(sandbox_id)
 
-    def _cleanup(self, sandbox_id: str) -> None:
-        host_dir = self._host_dir(sandbox_id)
+    def _cleanup(self, key: str) -> None:
+        """Remove container ``ale-<worker>-<key>`` and host dir ``<root>/<key>`` (a warm slot, or a
+        start that failed before it was a sandbox)."""
+        self._remove_container(self._container_name(key), key)
+        self._remove_dir(key)
+
+    def _remove_container(self, ref: str, what: str) -> None:
         try:
-            self._api.remove_container(self._container_name(sandbox_id), v=True, force=True)
+            self._api.remove_container(ref, v=True, force=True)
         except self._errors.NotFound:
             pass
         except self._errors.APIError as e:
             # 409 Conflict: with force=True the one conflict is "removal already in progress".
             if e.status_code != 409:
-                raise DockerBackendError(f"cannot remove sandbox {sandbox_id}: {_reason(e)}") from e
+                raise DockerBackendError(f"cannot remove sandbox {what}: {_reason(e)}") from e
+
+    def _remove_dir(self, name: str) -> None:
+        host_dir = self._host_dir(name)
         unmount_under(host_dir)  # the socket tmpfs, a read-only root's work dir
         shutil.rmtree(host_dir, ignore_errors=True)
 
@@ -529,6 +440,10 @@ class DockerBackend:
             image = self._api.inspect_image(image_id)
         except self._errors.APIError as e:
             raise DockerBackendError(f"cannot commit sandbox {sandbox_id}: {_reason(e)}") from e
+        finally:
+            # Before returning: the next create of ``ref`` must see the new id, whenever the
+            # engine's tag event arrives.
+            self._images.invalidate()
         return ref, int(image.get("Size", 0)), str(image["Id"])
 
     def reap_orphans(self, keep: set[str]) -> list[str]:
@@ -537,80 +452,41 @@ class DockerBackend:
         Warm pool slots of this backend object are kept; those of a previous process are reaped.
         Returns the sandbox ids removed (pool slots are not sandboxes and are not listed).
         """
-        live = self._pool.keys() | keep
-        doomed = {key for key in self._list_containers() if key not in live}
+        pool = self._pool.keys()
+        kept = {sid: e for sid, e in self._index.items() if sid in keep}
+        # Containers by their name key (a kept sandbox's is its slot's or its own id); host dirs
+        # by sandbox id. A dir is never removed for a container's sake or the other way round.
+        live_keys = pool | keep | {e.key for e in kept.values() if not e.starting}
+        doomed_containers = {key for key in self._list_containers() if key not in live_keys}
+        doomed_dirs: set[str] = set()
         if self.root.is_dir():
-            doomed |= {p.name for p in self.root.iterdir() if p.name not in live}
-        for key in sorted(doomed):
-            self._cleanup(key)
+            doomed_dirs = {p.name for p in self.root.iterdir() if p.name not in pool | keep}
+        for key in sorted(doomed_containers):
+            self._remove_container(self._container_name(key), key)
+        for name in sorted(doomed_dirs):
+            self._remove_dir(name)
+            self._index.pop(name)
+        doomed = doomed_dirs | doomed_containers
         return sorted(k for k in doomed if not k.startswith(POOL_PREFIX))
 
     def close(self) -> None:
         """Discard the warm pool and close the engine connection (sandboxes keep running)."""
         self._pool.close(self.config.start_timeout_s)
+        self._images.close()
         self._client.close()
 
     # Last in the class body: below this point `list` names the method, not the builtin.
     def list(self) -> list[str]:
-        """Ids of this worker's sandboxes (running or stopped; warm pool slots are not listed)."""
-        return sorted(k for k in self._list_containers() if not k.startswith(POOL_PREFIX))
-
-
-def _check_id(sandbox_id: str) -> None:
-    if not _NAME_RE.match(sandbox_id):
-        raise ValueError(f"sandbox_id: {sandbox_id!r} is not [A-Za-z0-9][A-Za-z0-9_.-]{{0,127}}")
-
-
-_SYSTEM_DIRS = ("/proc", "/sys", "/dev", "/run/ale", "/opt/ale", "/etc", "/usr", "/bin", "/sbin", "/lib")
-
-
-def _check_workdir(workdir: str) -> None:
-    path = os.path.normpath(workdir)
-    if (
-        not workdir.startswith("/")
-        or path == "/"
-        or any(path == d or path.startswith(d + "/") or path.startswith(d + "-") for d in _SYSTEM_DIRS)
-    ):
-        raise ValueError(f"workdir: {workdir!r} must be an absolute path outside system dirs")
-
-
-def _with_defaults(limits: Limits) -> Limits:
-    """Zero fields mean "the backend's default" (see ``Limits``): the defaults of ``Limits``."""
-    defaults = Limits()
-    return Limits(**{k: v or getattr(defaults, k) for k, v in limits.model_dump().items()})
-
-
-_NAMESPACE_FILE = "namespace"
-"""In the sandbox's host dir (not bound into it): the owning namespace, for commits."""
-
-
-def _write_namespace(host_dir: Path, namespace: str) -> None:
-    (host_dir / _NAMESPACE_FILE).write_text(namespace)
-
-
-def _read_namespace(host_dir: Path) -> str:
-    try:
-        return (host_dir / _NAMESPACE_FILE).read_text()
-    except OSError:
-        return ""
-
-
-def _read_settings(host_dir: Path) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads((host_dir / "conf" / SETTINGS_NAME).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data
+        """Ids of this worker's sandboxes (running or stopped; warm pool slots are not listed):
+        the engine's containers of this worker, each named by the map (a claimed slot by its
+        sandbox id) or, unknown to the map, by its container name."""
+        present = self._list_containers()
+        entries = [(sid, e) for sid, e in self._index.items() if not e.starting]
+        out = {sid for sid, e in entries if e.key in present}
+        mapped = {e.key for _, e in entries}
+        out |= {k for k in present if k not in mapped and not k.startswith(POOL_PREFIX)}
+        return sorted(out)
 
 
 def _reason(e: Exception) -> str:
     return str(getattr(e, "explanation", None) or e)
-
-
-def _dir_size(path: Path) -> int:
-    total = 0
-    for p in path.rglob("*"):
-        with contextlib.suppress(OSError):
-            if p.is_file() and not p.is_symlink():
-                total += p.stat().st_size
-    return total

@@ -9,7 +9,10 @@ Sizing: each shape keeps ``max(floor, claims in the last window)`` slots, capped
 total, so a shape that is asked for often (a task's own image, the benchmark's limits) gets a pool
 of its own without configuration, and one nobody asks for any more shrinks back to its floor.
 Several refill threads start slots in parallel so back-to-back creates do not drain a pool faster
-than it refills.
+than it refills. A claim holds its shape's refills and discards back for ``refill_delay_s`` (once per window of
+that length, so a stream of claims cannot starve the refill): starting a container costs the engine
+and the new Rocklet a few hundred ms of CPU, which would otherwise land on the claimed sandbox's
+first commands.
 
 A slot is handed out at most once: keys are fresh for every launch, a claimed key is never put
 back, and ``claim`` asserts it (a pooled sandbox must be indistinguishable from a fresh one, so a
@@ -41,7 +44,7 @@ class _Shape:
     pending: set[str] = field(default_factory=set)
     claims: deque[float] = field(default_factory=deque)  # monotonic times of recent claims
     failures: int = 0
-    retry_at: float = 0.0
+    retry_at: float = 0.0  # no launch before (a failure's backoff, a claim's refill delay)
 
 
 class WarmPools:
@@ -58,6 +61,7 @@ class WarmPools:
         window_s: float = 30.0,
         refillers: int = 2,
         enabled: bool = True,
+        refill_delay_s: float = 0.0,
     ) -> None:
         self._launch = launch
         self._discard = discard
@@ -65,6 +69,7 @@ class WarmPools:
         self.max_total = max_total
         self.window_s = window_s
         self.enabled = enabled
+        self.refill_delay_s = refill_delay_s
         self._refillers = max(1, refillers)
         self._lock = threading.Lock()
         self._shapes: dict[Hashable, _Shape] = {k: _Shape(floor=n) for k, n in (floors or {}).items()}
@@ -91,8 +96,11 @@ class WarmPools:
             return None
         with self._lock:
             s = self._shapes.setdefault(shape, _Shape())
-            s.claims.append(time.monotonic())
+            now = time.monotonic()
+            s.claims.append(now)
             key = s.ready.pop(0)[0] if s.ready else None
+            if key is not None and s.retry_at < now:  # not already held back: no starving
+                s.retry_at = now + self.refill_delay_s
             if key is not None:
                 assert key not in self._handed_out, f"warm slot {key} handed out twice"
                 self._handed_out.add(key)
@@ -154,8 +162,9 @@ class WarmPools:
         for shape, s in self._shapes.items():
             have = len(s.ready) + len(s.pending)
             want = self._target(s, now)
-            # Shrink: demand went away; the oldest surplus slot goes (idle for a whole window).
-            if len(s.ready) and have > want and now - s.ready[0][1] > self.window_s:
+            # Shrink: demand went away; the oldest surplus slot goes (idle for a whole window), not
+            # while a claim holds the shape back (removing a container costs the engine CPU too).
+            if len(s.ready) and have > want and now - s.ready[0][1] > self.window_s and now >= s.retry_at:
                 key = s.ready.pop(0)[0]
                 return key, None
             if want - have > best_short and now >= s.retry_at:
@@ -172,10 +181,12 @@ class WarmPools:
                 while True:
                     if self._closed:
                         return
-                    job = self._next(time.monotonic())
+                    now = time.monotonic()
+                    job = self._next(now)
                     if job is not None:
                         break
-                    self._wakeup.wait(1.0)
+                    held = [s.retry_at - now for s in self._shapes.values() if s.retry_at > now]
+                    self._wakeup.wait(min([1.0, *held]))
             key, shape = job
             if shape is None:
                 self._discard(key)

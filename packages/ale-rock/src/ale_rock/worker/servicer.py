@@ -40,6 +40,9 @@ class SandboxTable:
         """Resources each sandbox asked for (0 = the worker's default), for free-capacity reports."""
         self.removing: set[str] = set()
         """Sandboxes whose removal runs: their processes die on purpose, which is not a crash."""
+        self.known: set[str] | None = None
+        """Every sandbox the backend holds, kept by StartSandbox and remove so a create needs no
+        ``backend.list()`` (a container listing per create on docker); None until first needed."""
 
 
 class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
@@ -193,6 +196,17 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
                 crashed.append(sid)
         return crashed
 
+    def _known(self, resync: bool = False) -> set[str]:
+        """The worker's count of its sandboxes (call under ``_start_lock``): from the backend's
+        listing the first time and when ``resync``, kept up to date by StartSandbox and remove."""
+        with self.table.lock:
+            known = self.table.known
+        if known is None or resync:
+            listed = set(self.backend.list())
+            with self.table.lock:
+                self.table.known = known = listed
+        return known
+
     def remove(self, sandbox_id: str) -> None:
         """Remove a sandbox and forget it everywhere."""
         with self.table.lock:
@@ -202,6 +216,9 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         finally:
             with self.table.lock:
                 self.table.removing.discard(sandbox_id)
+        with self.table.lock:
+            if self.table.known is not None:
+                self.table.known.discard(sandbox_id)
         self.gateway.forget(sandbox_id)
         self._on_removed(sandbox_id)
         with self.table.lock:
@@ -222,14 +239,19 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             running_start = self._starting.get(sid)
         if running_start is not None:  # a repeated request: answer with the first one's outcome
             running_start.wait(context.time_remaining() if context is not None else None)
-        if sid in self.backend.list():
+        # No listing per create: the worker's own count answers; the backend's listing is asked
+        # only for a repeated id (an idempotent retry) or at the limit, so neither check loosens.
+        with self._start_lock:
+            repeated = sid in self._known() and sid in self._known(resync=True)
+        if repeated:
             state, message = self.status_of(sid)
             return worker_pb2.StartSandboxResponse(state=state, message=message)  # type: ignore[arg-type]
         with self._start_lock:
             if sid in self._starting:
                 abort(context, make_error(common_pb2.ERROR_CODE_ALREADY_EXISTS, f"sandbox {sid} is being started",
                                           "sandbox_id"))
-            if len(self.backend.list()) + len(self._starting) >= self.max_sandboxes:
+            full = len(self._known()) + len(self._starting) >= self.max_sandboxes
+            if full and len(self._known(resync=True)) + len(self._starting) >= self.max_sandboxes:
                 abort(
                     context,
                     make_error(
@@ -268,6 +290,8 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         rules = [Rule(r.host, r.port) for r in config.allow]
         self.gateway.register(sid, handle.extra.get("egress_token", ""), rules)
         with self.table.lock:
+            if self.table.known is not None:
+                self.table.known.add(sid)
             self.table.namespace[sid] = namespace
             self.table.sockets[sid] = str(handle.rocklet_socket)
             self.table.granted[sid] = config.limits
