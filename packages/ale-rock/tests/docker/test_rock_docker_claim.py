@@ -82,6 +82,11 @@ def test_a_warm_claim_makes_no_engine_call(pooled, rocklet, poll) -> None:
         pooled.remove("nocall")
     assert pooled._images._generation == generation, "image events on every attempt"
     assert mine == [], f"a warm claim called the engine: {mine}"
+    # The slot ran its warm-up command before it was handed out: the Rocklet's spill dir, made by
+    # the first command, is there before the claimer's first command.
+    warmed = subprocess.run(["docker", "exec", h.extra["container_id"], "test", "-d", "/tmp/.ale"],
+                            capture_output=True, timeout=60)
+    assert warmed.returncode == 0, warmed.stderr
     assert rocklet(h).sh("echo $WHO") == "nocall\n"
     # ...and the worker's view of it needs no rename: listed, handled, removed by its own id.
     assert pooled.list() == ["nocall"] and pooled.handle("nocall").extra["container_id"] == h.extra["container_id"]

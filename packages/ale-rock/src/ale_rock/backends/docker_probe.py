@@ -1,4 +1,5 @@
-"""Waiting for a freshly started Rocklet: its socket appears, then it answers ``GetInfo``."""
+"""Waiting for a freshly started Rocklet: its socket appears, then it answers ``GetInfo``; and
+warming a pooled one up before it is handed out."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grpc
-from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc
+from ale_proto.v1 import rocklet_pb2, rocklet_pb2_grpc, sandbox_pb2
 
 from ale_rock.grpc_options import channel_options
 
@@ -49,3 +50,16 @@ def wait_for_rocklet(socket_path: Path, timeout_s: float, alive: Callable[[], bo
                     raise
                 if not alive():
                     raise RuntimeError("the sandbox exited before its Rocklet answered") from e
+
+
+def warm_up_rocklet(socket_path: Path, timeout_s: float) -> None:
+    """Run one ``true`` through the Rocklet (``/bin/sh -c``, as every command): the first command
+    of a new container reads the shell and its libraries from the container's fresh filesystem
+    snapshot and takes the Rocklet's exec path cold (0.5-1 s on a busy 2-core host, 10 ms after),
+    a cost a warm slot pays before it is claimed rather than in its claimer's first command."""
+    with grpc.insecure_channel(f"unix:{socket_path}", options=channel_options()) as channel:
+        stub = rocklet_pb2_grpc.RockletServiceStub(channel)
+        req = rocklet_pb2.RockletServiceExecRequest(spec=sandbox_pb2.ExecSpec(command="true"))
+        result = stub.Exec(req, timeout=timeout_s).result
+    if result.exit_code != 0:
+        raise RuntimeError(f"the warm-up command failed: exit {result.exit_code}, {result.stderr[-200:]!r}")

@@ -10,7 +10,9 @@ claimed slot into a sandbox. A claim makes no engine call (that is the point of 
 - the container keeps its slot name; the backend's map (``docker_index.py``), persisted in the host
   dir, says which container the sandbox is, so a restarted worker still finds and reaps it;
 - the sandbox's settings (env, egress token) reach the already-running Rocklet through its settings
-  file, which it re-reads when it changes: the first command already sees the sandbox's env.
+  file, which it re-reads when it changes: the first command already sees the sandbox's env;
+- a slot has run one ``true`` before it is ready (``warm_up_rocklet``), so its claimer's first
+  command does not pay for reading the shell from the container's fresh snapshot.
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import grpc
+
 from ale_rock.backends.base import Limits, SandboxConfig, SandboxHandle
 from ale_rock.backends.docker_config import _with_defaults
 from ale_rock.backends.docker_index import Entry, SandboxIndex, _read_settings, _write_namespace, read_entry
 from ale_rock.backends.docker_pool import WarmPools
+from ale_rock.backends.docker_probe import warm_up_rocklet
 from ale_rock.backends.docker_runtime import ROCKLET_SOCKET_NAME, SETTINGS_NAME, write_settings
 
 if TYPE_CHECKING:
@@ -113,6 +118,10 @@ class WarmPoolMixin:
         # have meant the shape's image, else the slot would serve other content.
         if self._api.inspect_container(entry.container_id).get("Image") != image_id:
             raise DockerBackendError(f"image {image!r} changed while warm slot {key} started")
+        try:
+            warm_up_rocklet(self._host_dir(key) / "sock" / ROCKLET_SOCKET_NAME, self.config.start_timeout_s)
+        except (grpc.RpcError, RuntimeError) as e:
+            raise DockerBackendError(f"warm slot {key} did not run its warm-up command: {e}") from e
 
     def _claim_warm(self, sandbox_id: str, config: SandboxConfig) -> SandboxHandle | None:
         """A warm sandbox of ``config``'s shape turned into ``sandbox_id``, or None (start cold)."""
