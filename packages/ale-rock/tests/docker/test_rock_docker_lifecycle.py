@@ -19,6 +19,7 @@ def test_start_exec_stop_remove_leaves_nothing(backend, rocklet, docker_ps) -> N
     assert r.sh("echo $GREETING; pwd").split("\n")[:2] == ["hi there", "/workspace"]
     assert r.info().workdir == "/workspace"
     assert backend.list() == ["life1"] and backend.is_running("life1")
+    assert backend.running_states() == {"life1": True}  # what a heartbeat reads, in one engine call
     container = h.extra["container_id"]
     assert docker_ps("ale.sandbox_id=life1") == [container[:12]]
     assert docker_ps("ale.label.task=t1") == [container[:12]]
@@ -29,6 +30,7 @@ def test_start_exec_stop_remove_leaves_nothing(backend, rocklet, docker_ps) -> N
     backend.stop("life1", grace_s=1)
     assert not backend.is_running("life1")
     assert backend.list() == ["life1"]  # stopped sandboxes keep their files until removed
+    assert backend.running_states() == {"life1": False}
     backend.remove("life1")
     backend.remove("life1")  # idempotent
     assert backend.list() == []

@@ -181,3 +181,42 @@ def test_a_sandbox_being_removed_is_neither_reported_nor_reaped() -> None:
         backend.release.set()
         call.join(10)
     assert servicer.statuses() == [] and servicer.table.removing == set()
+
+
+class ListingBackend:
+    """Says who runs in one listing (``running_states``) and counts the per-sandbox questions."""
+
+    name = "fake"
+
+    def __init__(self, listed: dict[str, bool], fresh: dict[str, bool]) -> None:
+        self.listed, self.fresh = listed, fresh
+        self.asked: list[str] = []
+        self.stopped: list[str] = []
+
+    def running_states(self) -> dict[str, bool]:
+        return dict(self.listed)
+
+    def list(self) -> list[str]:
+        return sorted(self.listed)
+
+    def is_running(self, sandbox_id: str) -> bool:
+        self.asked.append(sandbox_id)
+        return self.fresh[sandbox_id]
+
+    def stop(self, sandbox_id: str, grace: float) -> None:
+        self.stopped.append(sandbox_id)
+
+
+def test_statuses_come_from_one_listing_and_a_not_running_is_asked_again() -> None:
+    # "a" and "b" run; "c" did not run when listed but does now (a start that ended meanwhile);
+    # "d" really died.
+    backend = ListingBackend({"a": True, "b": True, "c": False, "d": False},
+                             {"a": True, "b": True, "c": True, "d": False})
+    servicer = WorkerServicer(backend, None, max_sandboxes=8, capacity=None)  # type: ignore[arg-type]
+    states = {s.sandbox_id: s.state for s in servicer.statuses()}
+    assert states == {"a": sandbox_pb2.SANDBOX_STATE_RUNNING, "b": sandbox_pb2.SANDBOX_STATE_RUNNING,
+                      "c": sandbox_pb2.SANDBOX_STATE_RUNNING, "d": sandbox_pb2.SANDBOX_STATE_FAILED}
+    assert sorted(backend.asked) == ["c", "d"]  # no question per running sandbox
+    backend.asked.clear()
+    assert servicer.reap_crashed() == ["d"] and backend.stopped == ["d"]
+    assert sorted(backend.asked) == ["c", "d"]

@@ -103,21 +103,23 @@ def _spy(obj: Any, names: tuple[str, ...], seen: dict[str, set[str]]) -> None:
 
 
 def _threads_of_a_run(out: Path, torch_threads: int) -> dict[str, set[str]]:
-    cfg = _config(out, torch_threads)
-    policy = build_policy(cfg)
-    seen: dict[str, set[str]] = defaultdict(set)
-    _spy(policy.inference, ("generate", "update_weights"), seen)
-    _spy(policy.train, ("forward_logprobs", "backward", "step", "export_weights", "save_checkpoint"), seen)
-    Controller(cfg, policy=policy).run()
-    return dict(seen)
+    """The threads each spied method ran on during a short run (the process's torch thread
+    count is restored afterwards: the run sets it)."""
+    before = torch.get_num_threads()
+    try:
+        cfg = _config(out, torch_threads)
+        policy = build_policy(cfg)
+        seen: dict[str, set[str]] = defaultdict(set)
+        _spy(policy.inference, ("generate", "update_weights"), seen)
+        _spy(policy.train, ("forward_logprobs", "backward", "step", "export_weights", "save_checkpoint"), seen)
+        Controller(cfg, policy=policy).run()
+        return dict(seen)
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_a_two_thread_cpu_run_does_all_its_torch_work_on_one_thread(tmp_path: Path) -> None:
-    before = torch.get_num_threads()
-    try:
-        seen = _threads_of_a_run(tmp_path, torch_threads=2)
-    finally:
-        torch.set_num_threads(before)
+    seen = _threads_of_a_run(tmp_path, torch_threads=2)
     assert {"generate", "update_weights", "backward", "step", "export_weights", "save_checkpoint"} <= set(seen)
     names = set().union(*seen.values())
     assert len(names) == 1 and names.pop().startswith("ale-torch"), seen
@@ -126,10 +128,6 @@ def test_a_two_thread_cpu_run_does_all_its_torch_work_on_one_thread(tmp_path: Pa
 def test_a_one_thread_run_keeps_generation_and_training_apart(tmp_path: Path) -> None:
     # With one torch thread there is no OpenMP team to share, and an async run overlaps generation
     # (the batcher's driver) with training (a worker thread) on separate cores.
-    before = torch.get_num_threads()
-    try:
-        seen = _threads_of_a_run(tmp_path, torch_threads=1)
-    finally:
-        torch.set_num_threads(before)
+    seen = _threads_of_a_run(tmp_path, torch_threads=1)
     assert seen["generate"] == {"ale-microbatcher"}, seen
     assert not any(n.startswith("ale-torch") for n in seen["backward"] | seen["step"]), seen

@@ -68,6 +68,8 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         self._starting: dict[str, threading.Event] = {}
         """Sandboxes whose StartSandbox runs (set when it ends). Their container or directory may
         already be listed while their main process is not up yet: that is not a crash."""
+        self._starts_ended = 0
+        """Starts that ended so far: a "not running" read while this changed may have raced one."""
         self.egress_protected: list[Endpoint] = []
         """ALE services (host, port) no egress rule may name (this worker, the admin, the proxy)."""
 
@@ -146,8 +148,17 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         with self._start_lock:
             return set(self._starting)
 
-    def status_of(self, sandbox_id: str) -> tuple[Any, str]:
-        """(SandboxState, message) of one sandbox."""
+    def _running_states(self) -> dict[str, bool | None]:
+        """Each sandbox the backend holds -> whether it runs, when the backend can say so for all
+        in one go (docker: one container listing instead of an inspect per sandbox), else None."""
+        states = getattr(self.backend, "running_states", None)
+        if states is not None:
+            return dict(states())
+        return dict.fromkeys(self.backend.list())
+
+    def status_of(self, sandbox_id: str, running: bool | None = None) -> tuple[Any, str]:
+        """(SandboxState, message) of one sandbox. ``running`` is a listing's word for it: "runs"
+        is taken, "does not run" (rare: a crash) is asked again, fresh."""
         with self._start_lock:
             if sandbox_id in self._starting:
                 return sandbox_pb2.SANDBOX_STATE_PENDING, ""
@@ -159,15 +170,27 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
                 return sandbox_pb2.SANDBOX_STATE_FAILED, self.table.failed[sandbox_id]
             if sandbox_id in self.table.stopped:
                 return sandbox_pb2.SANDBOX_STATE_STOPPED, ""
-        if self.backend.is_running(sandbox_id):
+        if running or self._runs_fresh(sandbox_id):
             return sandbox_pb2.SANDBOX_STATE_RUNNING, ""
         return sandbox_pb2.SANDBOX_STATE_FAILED, "the sandbox's main process exited"
+
+    def _runs_fresh(self, sandbox_id: str) -> bool:
+        """Whether the sandbox runs, asked now; True also when a start began or ended around the
+        question (its "not running" may be the start's, which is not a crash)."""
+        with self._start_lock:
+            if sandbox_id in self._starting:
+                return True
+            ended = self._starts_ended
+        if self.backend.is_running(sandbox_id):
+            return True
+        with self._start_lock:
+            return sandbox_id in self._starting or self._starts_ended != ended
 
     def statuses(self) -> list[Any]:
         """WorkerSandboxStatus of every sandbox."""
         out = []
-        for sid in self.backend.list():
-            state, message = self.status_of(sid)
+        for sid, running in self._running_states().items():
+            state, message = self.status_of(sid, running)
             with self.table.lock:  # checked after the read: a removal that began before it shows here
                 if sid in self.table.removing:
                     continue  # going away at the admin's request: nothing to report
@@ -177,23 +200,22 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
     def reap_crashed(self) -> list[str]:
         """Kill what is left of sandboxes whose main process died; they stay listed as FAILED."""
         crashed = []
-        starting = self.starting()
-        for sid in self.backend.list():
-            if sid in starting:
-                continue  # not up yet: stopping it now would kill the start half-way
+        for sid, running in self._running_states().items():
             with self.table.lock:
                 known = sid in self.table.stopped or sid in self.table.failed
-            if not known and not self.backend.is_running(sid):
-                with self.table.lock:
-                    if sid in self.table.removing:  # checked after the read, as in statuses()
-                        continue
-                try:
-                    self.backend.stop(sid, 0)
-                except KeyError:
+            # A sandbox being started is not up yet: stopping it would kill the start half-way.
+            if known or running or self._runs_fresh(sid):
+                continue
+            with self.table.lock:
+                if sid in self.table.removing:  # checked after the read, as in statuses()
                     continue
-                with self.table.lock:
-                    self.table.failed[sid] = "the sandbox's main process exited"
-                crashed.append(sid)
+            try:
+                self.backend.stop(sid, 0)
+            except KeyError:
+                continue
+            with self.table.lock:
+                self.table.failed[sid] = "the sandbox's main process exited"
+            crashed.append(sid)
         return crashed
 
     def _known(self, resync: bool = False) -> set[str]:
@@ -267,6 +289,7 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             # Only now may heartbeats and the crash reaper judge it (see ``_starting``).
             with self._start_lock:
                 self._starting.pop(sid, None)
+                self._starts_ended += 1
             done.set()
         if resp is None:  # it existed already
             state, message = self.status_of(sid)
