@@ -145,3 +145,27 @@ def test_bad_input_is_rejected_clearly(backend) -> None:
     with pytest.raises(KeyError):  # what the Worker catches, as for the local backend
         backend.stop("ghost")
     backend.remove("ghost")  # removing what does not exist is fine
+
+
+def test_a_container_the_engine_is_removing_is_not_listed(backend) -> None:
+    """A slow removal can return while the engine still lists the container ("removing") for
+    seconds: heartbeats must not report it to an Admin that deleted it (it re-removed it every
+    heartbeat, and the crash reaper logged it as crashed)."""
+    real = backend._api
+
+    class Listing:
+        def __getattr__(self, name: str):
+            return getattr(real, name)
+
+        def containers(self, **kwargs):
+            prefix = "/" + backend._container_name("")
+            return [*real.containers(**kwargs),
+                    {"Id": "a" * 64, "Names": [prefix + "going"], "State": "removing"},
+                    {"Id": "b" * 64, "Names": [prefix + "done"], "State": "exited"}]
+
+    backend._api = Listing()
+    try:
+        assert backend.running_states() == {"done": False}
+        assert backend.list() == ["done"]
+    finally:
+        backend._api = real

@@ -376,17 +376,19 @@ class DockerBackend(WarmPoolMixin):
 
     def _list_containers(self) -> dict[str, str]:
         """key -> container id for every container of this worker (pool slots included)."""
-        return {key: cid for key, (cid, _) in self._containers_running().items()}
+        return {key: cid for key, (cid, _, _) in self._containers_running().items()}
 
-    def _containers_running(self) -> dict[str, tuple[str, bool]]:
-        """key -> (container id, running) for every container of this worker: one engine call."""
+    def _containers_running(self) -> dict[str, tuple[str, bool, str]]:
+        """key -> (container id, running, engine state) for every container of this worker: one
+        engine call."""
         filters = {"label": [f"{k}={v}" for k, v in self._labels().items()]}
         prefix = "/" + self._container_name("")
-        out: dict[str, tuple[str, bool]] = {}
+        out: dict[str, tuple[str, bool, str]] = {}
         for c in self._api.containers(all=True, filters=filters):
+            state = str(c.get("State", ""))
             for name in c.get("Names") or []:
                 if name.startswith(prefix):
-                    out[name[len(prefix) :]] = (c["Id"], c.get("State") == "running")
+                    out[name[len(prefix) :]] = (c["Id"], state == "running", state)
         return out
 
     def is_running(self, sandbox_id: str) -> bool:
@@ -483,11 +485,13 @@ class DockerBackend(WarmPoolMixin):
     def running_states(self) -> dict[str, bool]:
         """Each of this worker's sandboxes (as :meth:`list`) -> whether its container runs, from
         one engine call: what a heartbeat needs, instead of an ``inspect`` per sandbox."""
-        present = self._containers_running()
+        # A container the engine is removing is gone for the worker: after a slow removal returns
+        # it can stay listed for seconds, and heartbeats would report it to an Admin that deleted it.
+        present = {k: v for k, v in self._containers_running().items() if v[2] != "removing"}
         entries = [(sid, e) for sid, e in self._index.items() if not e.starting]
         out = {sid: present[e.key][1] for sid, e in entries if e.key in present}
         mapped = {e.key for _, e in entries}
-        out.update({k: run for k, (_, run) in present.items() if k not in mapped and not k.startswith(POOL_PREFIX)})
+        out.update({k: run for k, (_, run, _) in present.items() if k not in mapped and not k.startswith(POOL_PREFIX)})
         return out
 
     def list(self) -> list[str]:
