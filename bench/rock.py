@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -348,14 +349,30 @@ def main(argv: list[str] | None = None) -> None:
     defaults = DOCKER_DEFAULTS if args.backend == "docker" else LOCAL_DEFAULTS
     given = {k: getattr(args, k) for k in defaults if getattr(args, k, None) is not None}
     cfg = BenchConfig(**{**defaults, **given}, backend=args.backend, pool_size=args.pool_size)
-    load_before = os.getloadavg()
+    load_before, cleaner_before = os.getloadavg(), btrfs_cleaner_cpu_s()
     if cfg.backend == "docker" and cfg.pool_size is None:
         result = docker_cold_and_warm(cfg, progress=not args.json)
     else:
         result = run_bench(cfg, progress=not args.json)
     result["loadavg_before"] = [round(x, 2) for x in load_before]
     result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    if cfg.backend == "docker":
+        # The engine's file system deleting removed containers: on btrfs with classic qgroups this
+        # kernel thread took a core for minutes under churn and every first command waited on it.
+        result["btrfs_cleaner_cpu_s"] = round(btrfs_cleaner_cpu_s() - cleaner_before, 2)
     print(json.dumps(result))
+
+
+def btrfs_cleaner_cpu_s() -> float:
+    """CPU seconds used so far by every ``btrfs-cleaner`` kernel thread on this host (0 if none)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            text = stat.read_text()
+            if "(btrfs-cleaner)" in text:
+                fields = text.rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def docker_cold_and_warm(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:

@@ -71,3 +71,18 @@ def test_disk_fill_and_open_files_are_capped(backend, rocklet) -> None:
     assert int(r.sh("stat -c %s /workspace/big")) <= 16 * MIB
     assert r.sh("ulimit -n") == "256\n"
     assert r.sh("echo alive") == "alive\n"
+
+
+def test_a_sandbox_can_write_about_its_disk_limit_and_not_more(backend, rocklet) -> None:
+    """Both sides of the layer quota, whichever way the engine's file system counts it (btrfs
+    classic qgroups count the image's shared extents, simple quotas only the container's writes):
+    sized for the wrong mode, a sandbox gets either its image's size more than its limit or no
+    room at all. A writable root: a read-only root's work dir is an ext4 file of its own size."""
+    config = SandboxConfig(read_only_root=False, limits=Limits(disk_bytes=32 * MIB))
+    r = rocklet(backend.start("disk2", config))
+    fits = r.exec("dd if=/dev/urandom of=/workspace/a bs=1M count=24 && sync", timeout_ms=60_000)
+    assert fits.exit_code == 0, fits
+    more = r.exec("dd if=/dev/urandom of=/workspace/b bs=1M count=48; sync", timeout_ms=60_000)
+    written = int(r.sh("stat -c %s /workspace/b"))
+    assert written < 12 * MIB, (written, more)  # 24 + 12 MiB would be past the 32 MiB limit
+    assert r.sh("echo alive") == "alive\n"

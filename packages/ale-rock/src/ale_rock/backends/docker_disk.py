@@ -7,8 +7,14 @@ A sandbox's disk limit must bind on everything it can fill on the host:
   ``scripts/docker_engine.sh``). The engine is probed once per backend; where it cannot cap a
   layer the backend refuses to start (``disk_quota="require"``, the default) unless the operator
   opted into the weaker per-file cap (``disk_quota="per_file"``: an ``fsize`` ulimit only, logged).
-  On btrfs the quota counts the image's own extents too, so the size passed is the image's size
-  plus the limit; the sandbox gets a little *less* than its limit, never more.
+  On btrfs the size binds through a quota group, in one of two modes (:func:`btrfs_quota_mode`):
+  classic qgroups count the image's extents the container shares too, so the size passed is the
+  image's size plus the limit (the sandbox gets a little *less* than its limit, never more);
+  simple quotas (kernel >= 6.7, what ``scripts/docker_engine.sh`` enables on a new engine) count
+  only what the container itself writes, so the size passed is the limit. Simple quotas also make
+  a removed container cheap to drop: under classic qgroups the kernel's ``btrfs-cleaner`` walks
+  every shared tree block of each deleted snapshot, which kept a core busy for minutes on a
+  2-core host under container churn.
 * ``/run/ale``: a host-side tmpfs of 1 MiB, ``nosuid,nodev,noexec`` (nothing planted there can
   run setuid on the host), sealed root-owned 0755 once the Rocklet listens (see :func:`seal`).
 * a read-only-root sandbox's work dir: a loop-mounted ext4 file of ``disk_bytes`` (sparse) under
@@ -18,16 +24,19 @@ A sandbox's disk limit must bind on everything it can fill on the host:
 * the container's log: json-file capped at :data:`LOG_MAX_BYTES`.
 
 Stated slack over ``disk_bytes`` on the host: :data:`SLACK_BYTES` (two log files, file-system
-metadata) plus, on btrfs, the image-size estimate's excess (:data:`IMAGE_OVERHEAD`). The socket
+metadata) plus, on btrfs with classic qgroups, the image-size estimate's excess
+(:data:`IMAGE_OVERHEAD`). The socket
 tmpfs and ``/tmp`` of a read-only root are memory, not disk.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +50,10 @@ SLACK_BYTES = 4 * 2**20
 """What a sandbox can add on the host beyond ``disk_bytes`` besides the btrfs estimate's excess:
 two log files and metadata."""
 QUOTA_DRIVERS_NEED_IMAGE = frozenset({"btrfs"})
-"""Drivers whose size quota counts the image's extents as well as the container's writes."""
+"""Drivers whose size quota counts the image's extents as well as the container's writes (btrfs:
+unless its quotas are simple quotas, see :func:`btrfs_quota_mode`)."""
+_BTRFS_IOC_FS_INFO = (2 << 30) | (1024 << 16) | (0x94 << 8) | 31
+"""``_IOR(BTRFS_IOCTL_MAGIC, 31, struct btrfs_ioctl_fs_info_args)`` (1024 bytes; fsid at 16)."""
 IMAGE_OVERHEAD = (1.07, 2 * 2**20)
 """On btrfs the image's extents take more than its reported size (4 KiB blocks, tree blocks:
 measured 1.064x for the base image): the quota is ``size * factor + bytes + disk_bytes``, so a
@@ -55,8 +67,13 @@ class DiskQuotaUnsupported(RuntimeError):
 
 def probe_quota(api: Any, errors: Any, image: str) -> tuple[str, bool]:
     """(storage driver, whether ``--storage-opt size=`` works), by creating (not starting) a
-    throwaway container with a size option: the engine's own answer, whatever the driver."""
-    driver = str(api.info().get("Driver", ""))
+    throwaway container with a size option: the engine's own answer, whatever the driver. The
+    driver is ``"btrfs-squota"`` for btrfs under simple quotas (the size then binds on the
+    container's own writes only; :func:`layer_size`)."""
+    info = api.info()
+    driver = str(info.get("Driver", ""))
+    if driver == "btrfs" and btrfs_quota_mode(Path(str(info.get("DockerRootDir", "")))) == "squota":
+        driver = "btrfs-squota"
     try:
         cid = api.create_container(
             image, command=["true"], labels={"ale.transient": "probe"},
@@ -78,6 +95,31 @@ def layer_size(driver: str, image_size: int, disk_bytes: int) -> int:
         factor, extra = IMAGE_OVERHEAD
         return int(image_size * factor) + extra + disk_bytes
     return disk_bytes
+
+
+def btrfs_quota_mode(path: Path) -> str | None:
+    """``"qgroup"`` or ``"squota"``: how the btrfs file system holding ``path`` counts quotas (the
+    kernel's own word, ``/sys/fs/btrfs/<fsid>/qgroups/mode``); None when ``path`` is not on btrfs
+    or cannot be read here. The docker backend bind-mounts host directories into its containers,
+    so its engine shares this host's file systems and the engine's data root is readable here.
+    Unknown is read as classic qgroups, which counts the image: a sandbox then gets less than its
+    limit on a simple-quota engine, never more."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        buf = bytearray(1024)
+        fcntl.ioctl(fd, _BTRFS_IOC_FS_INFO, buf)
+    except OSError:
+        return None  # not btrfs (ENOTTY) or not allowed
+    finally:
+        os.close(fd)
+    fsid = uuid.UUID(bytes=bytes(buf[16:32]))
+    try:
+        return Path(f"/sys/fs/btrfs/{fsid}/qgroups/mode").read_text().strip() or None
+    except OSError:
+        return "qgroup"  # quotas on, and a kernel older than simple quotas (6.7) has no mode file
 
 
 def shm_size(memory_bytes: int) -> int:
