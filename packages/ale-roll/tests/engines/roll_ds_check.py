@@ -25,7 +25,9 @@ def main(model_dir: str, out: str, stage: int) -> None:
     optim = OptimConfig(lr=1e-2)
     precision = os.environ.get("ALE_TEST_PRECISION", "fp32")  # bf16 on GPU (scripts/gpu_checks.sh)
     engine = DeepSpeedTrainEngine(
-        load_model(model_dir)[0], DeepSpeedConfig(zero_stage=stage, optim=optim, precision=precision)  # type: ignore[arg-type]
+        load_model(model_dir)[0],
+        DeepSpeedConfig(zero_stage=stage, optim=optim, precision=precision,  # type: ignore[arg-type]
+                        partition_single_rank=os.environ.get("ALE_TEST_PARTITION") == "1"),
     )
     rank, world = engine.rank, engine.world_size
     g = torch.Generator().manual_seed(100 + rank)  # each rank its own data
@@ -45,6 +47,7 @@ def main(model_dir: str, out: str, stage: int) -> None:
     result = {
         "rank": rank, "world": world, "stage": stage, "losses": losses, "norms": norms,
         "before": before, "after": fingerprint(weights), "version": engine.policy_version,
+        "running_stage": engine.zero_stage, "deepspeed_stage": engine.engine.zero_optimization_stage(),
     }
     if world == 1 and precision == "fp32":
         # The torch reference on the same init and data: same logprobs before, close weights after.

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).with_name("roll_ds_check.py")
 
 
-def _run(args: list[str], out: Path, timeout: float = 900) -> list[dict]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+def _run(args: list[str], out: Path, timeout: float = 900, **extra_env: str) -> list[dict]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", **extra_env)
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(k, None)
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
@@ -39,6 +39,22 @@ def test_zero2_two_ranks_keep_parameters_equal(tiny_model_dir, tmp_path):
     assert ranks[0]["losses"] != ranks[1]["losses"]  # ranks saw different data
     assert all(r["version"] == 4 for r in ranks)
     assert all(n > 0 for r in ranks for n in r["norms"])
+    assert all(r["running_stage"] == r["deepspeed_stage"] == 2 for r in ranks)  # two ranks: ZeRO-2
+
+
+@pytest.mark.parametrize("partition", [False, True], ids=["stage-0", "zero2-forced"])
+def test_zero2_on_one_rank_runs_stage_0_unless_forced_and_matches_torch(tiny_model_dir, tmp_path, partition):
+    """ZeRO-2 on one rank partitions nothing: by default it runs as stage 0 (no fp32 master copy,
+    no per-step copies); ``partition_single_rank`` keeps stage 2. Both train like the torch engine
+    and resume from their own checkpoints."""
+    out = tmp_path / "one.json"
+    (r,) = _run([sys.executable, str(SCRIPT), str(tiny_model_dir), str(out), "2"], out,
+                ALE_TEST_PARTITION="1" if partition else "0")
+    assert r["running_stage"] == r["deepspeed_stage"] == (2 if partition else 0)
+    assert r["initial_lp_diff"] < 1e-5 and r["param_diff_vs_torch"] < 1e-3
+    assert r["resumed_version"] == 4 and r["resumed_same"]
+    assert r["lr_after_set"] == 3e-3 and r["reset_diff_vs_torch"] < 1e-3
+    assert r["saved_same"]
 
 
 def test_zero3_single_process_matches_torch_engine(tiny_model_dir, tmp_path):

@@ -34,6 +34,24 @@ def test_fingerprint_sees_every_change():
     assert fingerprint(dict(base, c=base["c"].float())) != fp
 
 
+def test_a_large_fingerprint_is_the_serial_one_and_sees_a_bit_in_any_tensor(monkeypatch):
+    """Past 32 MiB the CRCs run on threads: same digest as one thread, and a flipped bit in the
+    smallest or the largest tensor still shows."""
+    from ale_roll.engines import weight_sync
+
+    big = {f"layer{i}.weight": torch.randn(512, 1024 + i, generator=torch.Generator().manual_seed(i)) for i in range(20)}
+    big["embed"], big["bias"] = torch.randn(4096, 1024), torch.randn(7)
+    assert sum(t.numel() * 4 for t in big.values()) > weight_sync._PARALLEL_CRC_BYTES
+    parallel = fingerprint(big)
+    monkeypatch.setattr(weight_sync, "_PARALLEL_CRC_BYTES", 2**62)
+    assert fingerprint(big) == parallel
+    monkeypatch.undo()
+    for name in ("bias", "embed"):
+        flipped = dict(big, **{name: big[name].clone()})
+        flipped[name].view(torch.int32).view(-1)[-1] ^= 1
+        assert fingerprint(flipped) != parallel, name
+
+
 def test_dedupe_keeps_one_of_tied_tensors():
     emb = torch.randn(10, 4)
     out = dedupe_tied({"embed.weight": emb, "lm_head.weight": emb, "other": emb[:2].clone()})

@@ -13,6 +13,7 @@ Gradient accumulation follows DeepSpeed: call :meth:`backward` exactly
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +28,8 @@ from ale_roll.engines.logprobs import token_logprobs, weighted_loss
 from ale_roll.engines.rng import rng_state, set_rng_state
 from ale_roll.engines.torch_engine import OptimConfig
 
+log = logging.getLogger(__name__)
+
 
 class DeepSpeedConfig(BaseModel):
     """DeepSpeed settings; the rest of the DeepSpeed JSON is derived from these."""
@@ -34,7 +37,16 @@ class DeepSpeedConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     zero_stage: Literal[0, 1, 2, 3] = 2
-    """ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters."""
+    """ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters. On a world of
+    one rank, stages 1 and 2 run as stage 0 unless ``partition_single_rank`` (see there)."""
+    partition_single_rank: bool = False
+    """Run ZeRO stage 1/2 as configured on a single rank too. It partitions nothing there: it only
+    adds an fp32 master copy of every parameter and two whole-model copies per step (measured on
+    CPU, a 4-layer h256 model: step 92 ms at stage 2, 86 ms at stage 1, 71 ms at stage 0 against
+    69 ms for the torch engine), so by default one rank runs stage 0. A ZeRO-Offload section in
+    ``extra`` (``offload_optimizer``/``offload_param``, the reason to run ZeRO on one GPU) keeps
+    the stage as configured. Stage 3 is always kept (its parameter gathering is what its callers
+    expect). Checkpoints follow the stage that ran (``effective_zero_stage``)."""
     precision: Literal["fp32", "bf16"] = "fp32"
     """bf16 on GPU; fp32 on CPU (bf16 matmuls are slow there)."""
     optim: OptimConfig = Field(default_factory=OptimConfig)
@@ -59,8 +71,18 @@ def ensure_dist_env() -> None:
         os.environ["MASTER_PORT"] = str(free_port())
 
 
+def effective_zero_stage(cfg: DeepSpeedConfig, world_size: int) -> int:
+    """The ZeRO stage that runs: ``cfg.zero_stage``, except 1 and 2 on one rank without offload
+    (nothing to partition) run as 0; see :attr:`DeepSpeedConfig.partition_single_rank`."""
+    zero_extra = cfg.extra.get("zero_optimization") or {}
+    offload = any(zero_extra.get(k) for k in ("offload_optimizer", "offload_param", "cpu_offload"))
+    if cfg.zero_stage in (1, 2) and world_size == 1 and not cfg.partition_single_rank and not offload:
+        return 0
+    return cfg.zero_stage
+
+
 def ds_config(cfg: DeepSpeedConfig, world_size: int) -> dict[str, Any]:
-    """The DeepSpeed JSON for ``cfg``."""
+    """The DeepSpeed JSON for ``cfg`` on ``world_size`` ranks."""
     o = cfg.optim
     conf: dict[str, Any] = {
         "train_micro_batch_size_per_gpu": cfg.micro_batch_size,
@@ -71,7 +93,7 @@ def ds_config(cfg: DeepSpeedConfig, world_size: int) -> dict[str, Any]:
             "type": "AdamW",
             "params": {"lr": o.lr, "betas": list(o.betas), "eps": o.eps, "weight_decay": o.weight_decay, "torch_adam": True},
         },
-        "zero_optimization": {"stage": cfg.zero_stage},
+        "zero_optimization": {"stage": effective_zero_stage(cfg, world_size)},
         "bf16": {"enabled": cfg.precision == "bf16"},
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
@@ -95,6 +117,11 @@ class DeepSpeedTrainEngine:
         self.world_size = int(os.environ["WORLD_SIZE"])
         if on_gpu:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        self.zero_stage = effective_zero_stage(cfg, self.world_size)
+        """The ZeRO stage running (``config.zero_stage`` unless one rank made it 0)."""
+        if self.zero_stage != cfg.zero_stage:
+            log.info("ZeRO-%d on one rank partitions nothing: running stage 0 "
+                     "(partition_single_rank=true keeps it)", cfg.zero_stage)
         self.engine, *_ = deepspeed.initialize(
             model=model,
             model_parameters=[p for p in model.parameters() if p.requires_grad],
@@ -158,7 +185,7 @@ class DeepSpeedTrainEngine:
     def export_weights(self) -> dict[str, torch.Tensor]:
         """Full weights on every rank (ZeRO-3 gathers the shards; a collective: call on all ranks)."""
         module = self.engine.module
-        if self.config.zero_stage == 3:
+        if self.zero_stage == 3:
             import deepspeed
 
             params = list(module.parameters())
@@ -187,7 +214,7 @@ class DeepSpeedTrainEngine:
 
         module = self.engine.module
         gathered: Any = contextlib.nullcontext()
-        if self.config.zero_stage == 3:
+        if self.zero_stage == 3:
             import deepspeed
 
             gathered = deepspeed.zero.GatheredParameters(list(module.parameters()), modifier_rank=None)
