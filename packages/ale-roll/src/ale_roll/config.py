@@ -61,6 +61,8 @@ class EngineConfig(_Section):
     zero_stage: Literal[0, 1, 2, 3] = 2
     """DeepSpeed ZeRO stage (engine.train=deepspeed). On a single rank, 1 and 2 run as stage 0:
     there is nothing to partition, and stage 2 there cost a quarter more per step on CPU."""
+    zero_partition_single_rank: bool = False
+    """Keep ZeRO stage 1/2 on a single rank instead of running stage 0 there."""
     inference: Literal["hf", "vllm"] = "hf"
     """InferenceEngine backend (in-process) when `inference_address` is unset."""
     inference_address: str | None = None

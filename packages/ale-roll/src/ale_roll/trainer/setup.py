@@ -94,7 +94,7 @@ def _train_engine(cfg: RunConfig, model_dir: Path) -> TrainEngine:
     except ImportError as e:
         raise RuntimeError(f"engine.train=deepspeed needs ale-roll[deepspeed]: {e}") from e
     ds = DeepSpeedConfig(zero_stage=cfg.engine.zero_stage, precision="bf16" if cfg.model.dtype == "bfloat16" else "fp32",
-                         optim=optim)
+                         optim=optim, partition_single_rank=cfg.engine.zero_partition_single_rank)
     return DeepSpeedTrainEngine(model, ds)
 
 
