@@ -258,9 +258,9 @@ class VLLMInferenceEngine:
 
     def shutdown(self) -> None:
         """Stop the engine-core process now rather than at interpreter exit."""
-        core = getattr(self._engine, "engine_core", None)
-        if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
+        # vLLM's LLMEngine has no shutdown of its own; its engine-core client (in-process or the
+        # engine-core process) has, and every client kind implements it.
+        self._engine.engine_core.shutdown()
 
     @property
     def max_model_len(self) -> int:
