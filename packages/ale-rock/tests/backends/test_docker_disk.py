@@ -64,8 +64,11 @@ def test_btrfs_with_simple_quotas(btrfs: Path) -> None:
     fd = os.open(btrfs, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.ioctl(fd, _QUOTA_CTL, bytearray(struct.pack("QQ", 4, 0)))  # ENABLE_SIMPLE_QUOTA
-    except OSError as e:
-        pytest.skip(f"this kernel has no btrfs simple quotas (6.7+): {e}")
+    except OSError:
+        # A kernel before 6.7 has none (what scripts/docker_engine.sh then falls back from):
+        # the reader must not claim them, or a sandbox would get no room at all.
+        assert btrfs_quota_mode(btrfs) == "qgroup"
+        return
     finally:
         os.close(fd)
     assert btrfs_quota_mode(btrfs) == "squota"
