@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 COMMAND = ["true"]
 
@@ -348,7 +348,12 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     defaults = DOCKER_DEFAULTS if args.backend == "docker" else LOCAL_DEFAULTS
     given = {k: getattr(args, k) for k in defaults if getattr(args, k, None) is not None}
-    cfg = BenchConfig(**{**defaults, **given}, backend=args.backend, pool_size=args.pool_size)
+    try:
+        cfg = BenchConfig(**{**defaults, **given}, backend=args.backend, pool_size=args.pool_size)
+    except ValidationError as e:
+        first = e.errors()[0]
+        print(f"error: --{str(first['loc'][0]).replace('_', '-')}: {first['msg']}", file=sys.stderr)
+        raise SystemExit(2) from None
     load_before, cleaner_before = os.getloadavg(), btrfs_cleaner_cpu_s()
     if cfg.backend == "docker" and cfg.pool_size is None:
         result = docker_cold_and_warm(cfg, progress=not args.json)

@@ -1,4 +1,4 @@
-"""The ``ale-rock`` command: ``admin``, ``worker``, ``proxy``, ``sandbox …``.
+"""The ``ale-rock`` command: ``admin``, ``worker``, ``proxy``, ``sandbox …``, ``bench``.
 
 Heavy modules are imported inside the commands, so ``ale-rock --help`` stays fast.
 """
@@ -456,6 +456,38 @@ def sandbox_stats(
 
     stats = _run(lambda: Sandbox(sandbox_id, _client(address, api_key)).stats())
     typer.echo(json.dumps(asdict(stats)))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench(ctx: typer.Context) -> None:
+    """Sandbox benchmark (create → first exec, exec round trip, docker run baseline) as JSON.
+
+    Runs the repository's bench/rock.py with the arguments given, e.g. --json --backend docker.
+
+    The benchmarks are in the repository's bench/ folder, not in the package: it needs a checkout.
+    """
+    import subprocess
+
+    script = _repo_bench("rock.py")
+    if script is None:
+        raise _err(
+            "the benchmarks are in the repository's bench/ folder, not in the installed package: from a "
+            "checkout, run `python bench/rock.py --json [--backend docker]`",
+            2,
+        )
+    raise typer.Exit(subprocess.call([sys.executable, str(script), *ctx.args]))
+
+
+def _repo_bench(name: str) -> Path | None:
+    """``bench/<name>`` of the checkout this package runs from (editable install), else of the
+    current folder; None when neither has one."""
+    here = Path(__file__).resolve()
+    roots = [here.parents[4]] if len(here.parents) > 4 else []  # <repo>/packages/ale-rock/src/ale_rock
+    for root in [*roots, Path.cwd()]:
+        script = root / "bench" / name
+        if script.is_file():
+            return script
+    return None
 
 
 def main() -> None:

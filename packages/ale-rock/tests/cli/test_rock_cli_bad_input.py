@@ -64,3 +64,22 @@ def test_python_m_worker_is_the_same_cli(files: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"error: {files / 'unknown.yaml'}: unknown key 'pool_sise' (did you mean 'pool_size'?)"]
+
+
+def test_bench_forwards_to_the_repository_benchmark_and_its_errors() -> None:
+    """``ale-rock bench ARGS`` runs the checkout's bench/rock.py with ARGS: a bad value reaches it
+    and comes back as its one-line error, exit 2 (a real subprocess, no benchmark started)."""
+    out = subprocess.run([sys.executable, "-m", "ale_rock.cli", "bench", "--iterations", "0", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --iterations:"), out.stderr
+    assert out.stdout == ""
+
+
+def test_bench_without_a_checkout_says_where_the_benchmarks_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ale_rock.cli as cli
+
+    monkeypatch.setattr(cli, "_repo_bench", lambda name: None)
+    result = runner.invoke(app, ["bench", "--json"])
+    assert_bad_input_error(result, ["bench/", "python bench/rock.py"])
