@@ -175,7 +175,7 @@ def test_a_dropped_shell_session_kills_its_shell_and_closes_its_pty(ws):
     def alive() -> bool:
         try:
             return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # gone; ESRCH when reaped mid-read
             return False
 
     deadline = time.monotonic() + 3
