@@ -101,3 +101,30 @@ def test_exit_closes_session(sessions: SessionManager) -> None:
     r = sessions.run(sid, "exit 3", timeout_ms=5000)
     assert (r.end_reason, r.exit_code) == (EndReason.EXITED, 3)
     assert sessions.get(sid).read(1000)[1] is True
+
+
+def _flaky_shell(tmp_path: Path, failures: int) -> str:
+    """A shell that prints ``boom`` and exits 7 on its first ``failures`` starts, then is bash."""
+    script = tmp_path / "flaky-shell"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'n=$(cat {tmp_path}/starts 2>/dev/null || echo 0); echo $((n + 1)) > {tmp_path}/starts\n'
+        f'if [ "$n" -lt {failures} ]; then echo boom; exit 7; fi\n'
+        "exec /bin/bash --norc --noprofile --noediting -i\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_shell_that_fails_to_come_up_once_is_started_again(sessions: SessionManager, tmp_path: Path) -> None:
+    sid = sessions.create(shell=_flaky_shell(tmp_path, failures=1))
+    assert (tmp_path / "starts").read_text().strip() == "2"
+    assert sessions.run(sid, "echo $((6 * 7))").stdout == b"42\n"
+
+
+def test_a_shell_that_never_comes_up_says_how_it_failed(sessions: SessionManager, tmp_path: Path) -> None:
+    with pytest.raises(RockletError) as e:
+        sessions.create(shell=_flaky_shell(tmp_path, failures=99))
+    assert "exited with 7" in e.value.message and "boom" in e.value.message, e.value.message
+    assert e.value.field == "spec.shell"
+    assert (tmp_path / "starts").read_text().strip() == "2"  # one retry, no more

@@ -8,6 +8,7 @@ Echo is switched off, so the sentinel text itself never shows up except as the p
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pty
 import re
@@ -32,6 +33,7 @@ from ale_rock.rocklet.types import (
 )
 
 MAX_SESSIONS = 64
+log = logging.getLogger(__name__)
 _SENTINEL = re.compile(rb"\x1eALE([0-9a-f]{16}):(-?\d+)\x1e\n?")
 _INTERRUPT_GRACE_S = 2.0
 
@@ -73,12 +75,14 @@ class Session:
         self._write(b"unset PROMPT_COMMAND; PS1=''; PS2=''\n")
         nonce = uuid.uuid4().hex[:16]
         self._write(_sentinel_cmd(nonce))
-        found = self._wait_sentinel(
-            nonce, time.monotonic() + 10.0, None, CappedOutput(1 << 16, Path("/dev/null"))
-        )
+        said = CappedOutput(1 << 10, Path("/dev/null"))
+        found = self._wait_sentinel(nonce, time.monotonic() + 10.0, None, said)
         if found is None:
             self.close()
-            raise RockletError("internal", "the shell did not start", "spec.shell")
+            how = f"exited with {self.proc.returncode}" if self.proc.returncode is not None else "gave no answer in 10 s"
+            raise RockletError(
+                "internal", f"the shell did not start: it {how}; it printed {said.value()[-200:]!r}", "spec.shell"
+            )
 
     def _read_loop(self) -> None:
         while True:
@@ -304,7 +308,7 @@ class SessionManager:
                 raise RockletError("busy", f"at most {MAX_SESSIONS} sessions per sandbox", "spec")
             self._sessions[session_id] = None  # type: ignore[assignment]  # reserve the id
         try:
-            session = Session(session_id, shell, {**self._env(), **(env or {})}, cwd)
+            session = self._start(session_id, shell, {**self._env(), **(env or {})}, cwd)
         except BaseException:
             with self._lock:
                 self._sessions.pop(session_id, None)
@@ -312,6 +316,17 @@ class SessionManager:
         with self._lock:
             self._sessions[session_id] = session
         return session_id
+
+    @staticmethod
+    def _start(session_id: str, shell: str, env: dict[str, str], cwd: str) -> Session:
+        """A started session; a shell that fails to come up is started once more (seen once, in a
+        full test run on a loaded machine, cause not found; the error now says whether the shell
+        exited or went silent, and what it printed)."""
+        try:
+            return Session(session_id, shell, env, cwd)
+        except RockletError as e:
+            log.warning("session %s: %s; starting it again", session_id, e.message)
+        return Session(session_id, shell, env, cwd)
 
     def get(self, session_id: str) -> Session:
         """The open session ``session_id``."""
