@@ -20,10 +20,10 @@ process (/proc) and in the client process (``time.process_time``), and calls/s. 
 in its own process. Compare the rows with each other (same run, same load), not across runs.
 
 The model section (``model``) is the end-to-end check: 64 single 1-token ``Generate`` calls on the
-tiny model bench/engines.py's service section uses, to ``ale-roll serve-inference`` (the sync
-server) and to a grpc.aio prototype of the same servicer's ``Generate`` (:func:`serve_model_aio`,
-this file only), from both client styles, over the same 64 requests made in-process through
-``BatchingGenerator`` (``service_vs_inprocess``'s baseline); best of ``--model-repeats``, interleaved.
+tiny model bench/engines.py's service section uses, to ``ale-roll serve-inference`` (a grpc.aio
+server since 2026-12-02; this file's sync-vs-aio rows are what decided it), from both client styles,
+over the same 64 requests made in-process through ``BatchingGenerator``
+(``service_vs_inprocess``'s baseline); best of ``--model-repeats``, interleaved.
 """
 
 from __future__ import annotations
@@ -124,43 +124,10 @@ def serve(mode: str, port_file: Path) -> None:
     asyncio.run(main())
 
 
-def serve_model_aio(model: str, port_file: Path) -> None:
-    """A prototype, for this measurement only: the real InferenceServicer's ``Generate`` and
-    ``GetModelInfo`` (its own admission, batcher and response code) in async handlers on a
-    ``grpc.aio`` server, awaiting the batcher's future on the loop (no handler thread)."""
-    import grpc
-    from ale_proto.v1 import inference_pb2_grpc
-    from ale_roll.engines.inference_server import InferenceServicer
-    from ale_roll.engines.serve_process import InferenceServeConfig, _build_engine
-
-    engine, tokenizer, length = _build_engine(InferenceServeConfig(model=model))
-    real = InferenceServicer(engine, tokenizer, max_model_len=length)
-
-    class Aio(inference_pb2_grpc.InferenceServiceServicer):
-        async def GetModelInfo(self, request: Any, context: Any) -> Any:
-            return real.GetModelInfo(request, context)
-
-        async def Generate(self, request: Any, context: Any) -> Any:
-            rid, prompt, params = real._admit(request, context)  # (errors: not exercised here)
-            gen = await asyncio.wrap_future(real.batcher.submit(prompt, params, rid))
-            yield real._response(gen, list(request.sampling.stop))
-
-    async def main() -> None:
-        server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 << 20),
-                                          ("grpc.max_send_message_length", 64 << 20)])
-        inference_pb2_grpc.add_InferenceServiceServicer_to_server(Aio(), server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        port_file.write_text(str(port))
-        await server.wait_for_termination()
-
-    asyncio.run(main())
-
-
 def model_section(work: Path, repeats: int) -> dict[str, Any]:
-    """64 single 1-token ``Generate`` calls on the tiny model, per server stack x client style,
-    over the same 64 requests made in-process through ``BatchingGenerator`` (best of ``repeats``,
-    interleaved): what converting the service to grpc.aio would do to ``service_vs_inprocess``."""
+    """64 single 1-token ``Generate`` calls on the tiny model to ``ale-roll serve-inference``, per
+    client style, over the same 64 requests made in-process through ``BatchingGenerator`` (best of
+    ``repeats``, interleaved)."""
     import torch
     from ale_proto.v1 import inference_pb2
     from ale_roll.engines.base import SamplingParams
@@ -176,36 +143,31 @@ def model_section(work: Path, repeats: int) -> dict[str, Any]:
     prompts = [[1, 5 + i % 300, 7 + (i * 7) % 300, 9 + (i * 13) % 300] for i in range(CONCURRENCY)]
     torch.set_num_threads(1)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as `ale up` runs the service
-    sync_port, aio_port = work / "percall-sync.port", work / "percall-aio.port"
-    for f in (sync_port, aio_port):
-        f.unlink(missing_ok=True)
+    port = work / "percall-service.port"
+    port.unlink(missing_ok=True)
     procs = [subprocess.Popen([sys.executable, "-m", "ale_roll.cli", "serve-inference", "--model", str(path),
-                               "--port-file", str(sync_port)], env=env, stdout=subprocess.DEVNULL),
-             subprocess.Popen([sys.executable, __file__, "--serve-model", str(path), "--port-file", str(aio_port)],
-                              env=env)]
+                               "--port-file", str(port)], env=env, stdout=subprocess.DEVNULL)]
     generator = BatchingGenerator(HFInferenceEngine(load_model(path)[0]), max_batch=256, timeout_s=300)
     clients: dict[str, _Clients] = {}
     best: dict[str, float] = {}
     try:
         deadline = time.monotonic() + 300
-        while not (sync_port.exists() and aio_port.exists() and aio_port.read_text()):
+        while not port.exists():
             if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
-                raise RuntimeError("a server did not start")
+                raise RuntimeError("ale-roll serve-inference did not start")
             time.sleep(0.2)
-        for mode, f in (("sync", sync_port), ("aio", aio_port)):
-            clients[mode] = _Clients(f"127.0.0.1:{f.read_text()}")
-            sp = sampling_to_proto(params)
-            clients[mode].reqs["stream"] = [inference_pb2.GenerateRequest(prompt_token_ids=p, sampling=sp)
-                                            for p in prompts]
-        loop = clients["sync"].loop
+        clients["service"] = _Clients(f"127.0.0.1:{port.read_text()}")
+        sp = sampling_to_proto(params)
+        clients["service"].reqs["stream"] = [inference_pb2.GenerateRequest(prompt_token_ids=p, sampling=sp)
+                                             for p in prompts]
+        loop = clients["service"].loop
 
         async def inprocess() -> None:
             await asyncio.gather(*(generator.generate(p, params) for p in prompts))
 
         ways: dict[str, Any] = {"inprocess": lambda: loop.run_until_complete(inprocess())}
-        for mode in ("sync", "aio"):
-            for style in ("threads", "aio"):
-                ways[f"{mode}_server/{style}"] = lambda c=clients[mode], s=style: c.run(s, "stream")
+        for style in ("threads", "aio"):
+            ways[f"service/{style}"] = lambda c=clients["service"], s=style: c.run(s, "stream")
         for fn in ways.values():
             fn()  # warm-up
         for _ in range(repeats):
@@ -213,7 +175,7 @@ def model_section(work: Path, repeats: int) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 fn()
                 best[w] = max(best.get(w, 0.0), CONCURRENCY / (time.perf_counter() - t0))
-        clients["sync"].loop.run_until_complete(generator.close())
+        loop.run_until_complete(generator.close())
     finally:
         for c in clients.values():
             c.close()
@@ -331,12 +293,8 @@ def main() -> None:
     p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ale-bench-engines"),
                    help="cache directory for the tiny model (shared with bench/engines.py)")
     p.add_argument("--serve", choices=("sync", "aio"), help=argparse.SUPPRESS)
-    p.add_argument("--serve-model", help=argparse.SUPPRESS)
     p.add_argument("--port-file", help=argparse.SUPPRESS)
     args = p.parse_args()
-    if args.serve_model:
-        serve_model_aio(args.serve_model, Path(args.port_file))
-        return
     if args.serve:
         serve(args.serve, Path(args.port_file))
         return

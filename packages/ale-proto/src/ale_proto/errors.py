@@ -46,14 +46,14 @@ def make_error(code: common_pb2.ErrorCode, message: str, field: str = "", **meta
     return common_pb2.ErrorDetail(code=code, field=field, message=message, metadata=metadata)
 
 
-def abort(context: Any, detail: common_pb2.ErrorDetail) -> None:
+def abort(context: Any, detail: common_pb2.ErrorDetail) -> Any:
     """Abort a server call (sync or asyncio context) with ``detail``; never returns normally.
 
     For the asyncio server, ``await`` the returned coroutine: ``await abort(ctx, detail)``.
     """
     context.set_trailing_metadata(((ERROR_METADATA_KEY, detail.SerializeToString()),))
     text = f"{detail.field}: {detail.message}" if detail.field else detail.message
-    return context.abort(status_code_of(detail.code), text)  # type: ignore[no-any-return]
+    return context.abort(status_code_of(detail.code), text)
 
 
 def error_detail_of(err: grpc.RpcError) -> common_pb2.ErrorDetail:

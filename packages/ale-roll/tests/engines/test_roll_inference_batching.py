@@ -93,6 +93,12 @@ def test_generate_batch_equals_per_request_generate(counted, prompt_ids):
         assert res.policy_version == 0 and res.text == single.text
 
 
+def test_an_empty_generate_batch_answers_at_once(counted):
+    engine, _, _, stub = counted
+    assert list(stub.GenerateBatch(inference_pb2.GenerateBatchRequest(), timeout=10).results) == []
+    assert engine.batch_sizes == []
+
+
 def test_concurrent_generate_calls_are_batched(counted, prompt_ids, tiny_model_dir):
     engine, servicer, _, stub = counted
     prompts = _prompts(prompt_ids, 64)

@@ -270,3 +270,38 @@ def test_update_weights_reaches_a_service_without_pause(svc, tiny_model_dir, tin
         client.close()
         old.close()
         server.stop(grace=None)
+
+
+@pytest.mark.parametrize("leave", ["deadline", "cancel"])
+def test_a_caller_that_goes_away_aborts_its_held_request(svc, prompt_ids, leave):
+    """A held Generate whose client gives up (its deadline passes, or it cancels) is aborted in the
+    batcher: it never reaches the engine after the resume, and nothing of it stays queued."""
+    engine, servicer, stub, _ = svc
+    stub.Pause(inference_pb2.PauseRequest(), timeout=30)
+    if leave == "deadline":
+        with pytest.raises(grpc.RpcError) as err:
+            list(stub.Generate(_req(prompt_ids, "gone"), timeout=0.5))
+        assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    else:
+        call = stub.Generate(_req(prompt_ids, "gone"), timeout=60)
+        _wait(lambda: servicer.batcher.running() == ["gone"], "the call never reached the service")
+        call.cancel()
+    # Well before the pause timeout (30 s) would fail it anyway.
+    _wait(lambda: servicer.batcher.running() == [], "the abandoned request stayed queued", timeout_s=5)
+    assert stub.Resume(inference_pb2.ResumeRequest(), timeout=30).resumed
+    assert len(_call(stub, prompt_ids, "after").token_ids) == 3 and engine.batch_sizes == [1]
+
+
+def test_many_held_calls_do_not_hold_the_service(svc, prompt_ids):
+    """300 Generate calls waiting out a pause (more than any handler pool) leave the service
+    answering other calls, and all 300 complete after the resume."""
+    engine, servicer, stub, _ = svc
+    stub.Pause(inference_pb2.PauseRequest(), timeout=30)
+    # A server-streaming call returns at once; its messages are read below.
+    held = [stub.Generate(_req(p, f"m{i}"), timeout=120) for i, p in enumerate(_prompts(prompt_ids, 300))]
+    _wait(lambda: len(servicer.batcher.running()) == 300, "the calls never reached the service")
+    info = stub.GetModelInfo(inference_pb2.GetModelInfoRequest(), timeout=10)
+    assert info.max_model_len > 0
+    assert stub.Resume(inference_pb2.ResumeRequest(), timeout=30).resumed
+    assert all(len(list(c)[-1].token_ids) == 3 for c in held)
+    assert sum(engine.batch_sizes) == 300
