@@ -177,3 +177,23 @@ def test_streaming_sends_tokens_while_they_are_generated(
     assert "".join(p for _, p in arrivals) == text
     assert len(arrivals) >= n_tokens // 2 > 2  # piece by piece, not one message at the end
     assert arrivals[-1][0] - arrivals[0][0] >= 0.03 * (n_tokens - 2) * 0.8
+
+
+def test_a_stream_through_ale_rolls_inference_service_arrives_token_by_token(
+    roll_inference: tuple[str, Any], proxy_server: Any
+) -> None:
+    """ale-roll's real InferenceService (HF engine) streams the tokens as it samples them, and the
+    proxy passes them on: a streamed reply arrives in many pieces that add up to the plain reply
+    (it used to arrive as one piece at the end)."""
+    addr, _ = roll_inference
+    c = client(open_episode(proxy_server, "ep-roll-stream", addr))
+    ask: dict[str, Any] = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 40,
+                           "temperature": 0, "seed": 3}
+    plain = c.chat.completions.create(**ask).choices[0].message.content or ""
+    pieces = [ch.choices[0].delta.content for ch in c.chat.completions.create(**ask, stream=True)
+              if ch.choices and ch.choices[0].delta.content]
+    assert "".join(pieces) == plain and len(plain) > 0
+    assert len(pieces) > 3  # piece by piece, not the whole reply in one event
+    recs = close_and_collect(proxy_server, "ep-roll-stream")
+    assert recs[0].completion_token_ids == recs[1].completion_token_ids
+    assert recs[1].completion_logprobs == pytest.approx(recs[0].completion_logprobs, abs=1e-6)

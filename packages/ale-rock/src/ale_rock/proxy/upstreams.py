@@ -178,7 +178,8 @@ class InferenceUpstream:
         ids: list[int] = []
         logprobs: list[float] = []
         version, stop, text, decoded = 0, "stop", "", -1
-        gen = inference_pb2.GenerateRequest(prompt_token_ids=prompt_ids, sampling=sampling)
+        # A streamed reply asks the service to stream too: it sends tokens as they are sampled.
+        gen = inference_pb2.GenerateRequest(prompt_token_ids=prompt_ids, sampling=sampling, stream=on_text is not None)
         try:
             for msg in self.stub.Generate(gen, timeout=self.timeout_s):
                 ids += msg.token_ids

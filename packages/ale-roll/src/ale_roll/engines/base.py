@@ -188,3 +188,24 @@ class InferenceEngine(Protocol):
         """Release what the engine holds beyond memory (vLLM's engine-core process, a client's channel);
         a no-op where there is none."""
         ...
+
+
+TokenCallback = Callable[[int, int, float], None]
+"""``(row, token_id, logprob)``: one generated token of the ``row``-th prompt, as it is sampled."""
+
+
+@runtime_checkable
+class TokenStreamingEngine(InferenceEngine, Protocol):
+    """An engine that can report each token as it is sampled (the InferenceService streams them)."""
+
+    def generate_streaming(
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        request_ids: Sequence[str] | None,
+        on_token: TokenCallback,
+    ) -> list[Generation]:
+        """:meth:`generate`, calling ``on_token`` on the generating thread for every token that ends
+        up in a returned Generation, in order, before it returns (so the tokens reported for a row
+        are a prefix of, or all of, that row's ``token_ids``, and its logprobs the same values)."""
+        ...

@@ -35,11 +35,11 @@ import dataclasses
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
-from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams
+from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams, TokenStreamingEngine
 from ale_roll.engines.compute import ComputeThread
 from ale_roll.types import StopReason
 
@@ -58,6 +58,9 @@ class _Item:
     future: Future[Generation] = field(default_factory=Future)
     state: str = "queued"  # queued -> running -> done
     abort_sent: bool = False
+    on_token: Callable[[int, float], None] | None = None
+    """``(token_id, logprob)`` per token as it is sampled, where the engine can say (a stream)."""
+    reported: int = 0
 
 
 @dataclass
@@ -126,19 +129,33 @@ class MicroBatcher:
             self._ids += 1
             return f"b{id(self):x}-{self._ids}"
 
-    def submit(self, prompt: Sequence[int], params: SamplingParams, request_id: str | None = None) -> Future[Generation]:
-        """Queue one request; the future resolves to its Generation (``StopReason.ABORTED`` if aborted)."""
-        return self.submit_many([prompt], [params], [request_id or self.new_id()])[0]
+    @property
+    def streams_tokens(self) -> bool:
+        """Whether ``on_token`` callbacks are called as tokens are sampled (else never: the
+        Generation brings them all)."""
+        return isinstance(self.engine, TokenStreamingEngine)
+
+    def submit(self, prompt: Sequence[int], params: SamplingParams, request_id: str | None = None,
+               on_token: Callable[[int, float], None] | None = None) -> Future[Generation]:
+        """Queue one request; the future resolves to its Generation (``StopReason.ABORTED`` if aborted).
+
+        ``on_token(token_id, logprob)`` is called on the batcher's thread for each token as it is
+        sampled, where the engine can (:attr:`streams_tokens`): the tokens reported are a prefix of
+        (or all of) the Generation's, and every one is reported before the future resolves.
+        """
+        return self.submit_many([prompt], [params], [request_id or self.new_id()], [on_token])[0]
 
     def submit_many(self, prompts: Sequence[Sequence[int]], params: Sequence[SamplingParams],
-                    request_ids: Sequence[str]) -> list[Future[Generation]]:
+                    request_ids: Sequence[str],
+                    on_tokens: Sequence[Callable[[int, float], None] | None] | None = None) -> list[Future[Generation]]:
         """Queue several requests at once, so they land in the same engine call (all or none queued)."""
         items = []
-        for prompt, sp, rid in zip(prompts, params, request_ids, strict=True):
+        for n, (prompt, sp, rid) in enumerate(zip(prompts, params, request_ids, strict=True)):
             max_tokens = self.clamp(len(prompt), sp.max_tokens)
             if max_tokens != sp.max_tokens:
                 sp = dataclasses.replace(sp, max_tokens=max_tokens)
-            items.append(_Item(rid, list(prompt), sp, _group_key(sp, rid)))
+            items.append(_Item(rid, list(prompt), sp, _group_key(sp, rid),
+                               on_token=on_tokens[n] if on_tokens is not None else None))
         with self._cond:
             if self._closed:
                 raise RuntimeError("the batcher is closed")
@@ -307,10 +324,11 @@ class MicroBatcher:
             self.stats.requests += len(batch)
             self.stats.batch_sizes[len(batch)] += 1
             prompts, ids = [i.prompt for i in batch], [i.request_id for i in batch]
-            if self.compute is not None:
-                gens = self.compute.run(self.engine.generate, prompts, params, ids)
-            else:
-                gens = self.engine.generate(prompts, params, ids)
+            call: Callable[..., list[Generation]] = self.engine.generate
+            args: tuple[object, ...] = (prompts, params, ids)
+            if any(i.on_token is not None for i in batch) and isinstance(self.engine, TokenStreamingEngine):
+                call, args = self.engine.generate_streaming, (*args, _Reporter(batch))
+            gens = self.compute.run(call, *args) if self.compute is not None else call(*args)
         except BaseException as e:  # noqa: BLE001 - every waiter must hear about the failure
             self._finish(batch, None, e)
             return
@@ -329,6 +347,25 @@ class MicroBatcher:
                 _resolve(item.future, gens[n])
             else:
                 _resolve(item.future, error=error or RuntimeError("generation failed"))
+
+
+class _Reporter:
+    """The engine's per-row token callback for one batch: each request hears its own tokens, up to
+    its own ``max_tokens`` (the call runs to the group's largest), and a callback that raises is
+    dropped instead of failing everyone's engine call."""
+
+    def __init__(self, batch: list[_Item]) -> None:
+        self.batch = batch
+
+    def __call__(self, row: int, token: int, logprob: float) -> None:
+        item = self.batch[row]
+        if item.on_token is None or item.reported >= item.params.max_tokens:
+            return
+        item.reported += 1
+        try:
+            item.on_token(token, logprob)
+        except Exception:  # noqa: BLE001 - the listener's bug must not fail the batch's call
+            item.on_token = None
 
 
 def _resolve(fut: Future[Generation], result: Generation | None = None, error: BaseException | None = None) -> None:

@@ -13,6 +13,7 @@ import torch
 from ale_roll.engines.base import (
     Generation,
     SamplingParams,
+    TokenCallback,
     WeightSource,
     WeightSyncError,
     WeightUpdate,
@@ -39,6 +40,54 @@ class _AbortCriteria:
                 self.aborted_at.setdefault(row, input_ids.shape[1] - self.prompt_len)
                 done[row] = True
         return done
+
+
+class _TokenReporter:
+    """Reports each row's tokens as ``generate`` samples them (``on_token(row, token, logprob)``).
+
+    Two hooks of HF's loop: a logits processor placed before the sampling warpers (HF merges custom
+    processors ahead of temperature/top-k/top-p), so it sees the raw logits ``output_logits``
+    returns, keeps them and their logsumexp; and a stopping criterion, called once the step's token
+    is appended, that reports it. A row is reported up to the cut :meth:`HFInferenceEngine._finish`
+    makes (its first stop token, its abort, ``max_tokens``), so what was reported is exactly a
+    prefix of the returned Generation.
+    """
+
+    def __init__(self, on_token: TokenCallback, abort: _AbortCriteria, stop_ids: set[int], rows: int,
+                 max_tokens: int) -> None:
+        self.on_token, self.abort, self.stop_ids, self.max_tokens = on_token, abort, stop_ids, max_tokens
+        self.open = set(range(rows))
+        self.logits: torch.Tensor | None = None
+        self.lse: torch.Tensor | None = None
+
+    def processor(self) -> Any:
+        from transformers import LogitsProcessor
+
+        reporter = self
+
+        class Keep(LogitsProcessor):  # type: ignore[misc]
+            def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+                reporter.logits, reporter.lse = scores.float(), torch.logsumexp(scores.float(), -1)
+                return scores
+
+        return Keep()
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        n = input_ids.shape[1] - self.abort.prompt_len  # tokens each row has now
+        assert self.logits is not None and self.lse is not None
+        last = input_ids[:, -1]
+        # One gather and two list conversions per step, not tensor indexing per row (256 rows a call).
+        lps = (self.logits.gather(1, last.unsqueeze(1)).squeeze(1) - self.lse).tolist()
+        toks = last.tolist()
+        for row in sorted(self.open):
+            cut = self.abort.aborted_at.get(row)
+            if (cut is not None and n > cut) or n > self.max_tokens:
+                self.open.discard(row)
+                continue
+            self.on_token(row, toks[row], lps[row])
+            if toks[row] in self.stop_ids:
+                self.open.discard(row)
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
 class HFInferenceEngine:
@@ -82,7 +131,20 @@ class HFInferenceEngine:
     def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None = None
     ) -> list[Generation]:
-        from transformers import GenerationConfig, StoppingCriteriaList
+        return self._generate(prompts, params, request_ids, None)
+
+    def generate_streaming(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None,
+        on_token: TokenCallback,
+    ) -> list[Generation]:
+        """:meth:`generate`, reporting each token as it is sampled (see :class:`_TokenReporter`)."""
+        return self._generate(prompts, params, request_ids, on_token)
+
+    def _generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None,
+        on_token: TokenCallback | None,
+    ) -> list[Generation]:
+        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
         ids = list(request_ids) if request_ids is not None else [uuid.uuid4().hex for _ in prompts]
         if len(ids) != len(prompts):
@@ -96,6 +158,12 @@ class HFInferenceEngine:
             try:
                 input_ids, attn = self._left_pad(prompts)
                 criteria = _AbortCriteria(self, ids, input_ids.shape[1])
+                stopping: list[Any] = [criteria]
+                processors = LogitsProcessorList()
+                if on_token is not None:
+                    reporter = _TokenReporter(on_token, criteria, stop_ids, len(prompts), params.max_tokens)
+                    stopping.append(reporter)  # after the abort criterion: it reads its cuts
+                    processors.append(reporter.processor())
                 gen_cfg = GenerationConfig(
                     max_new_tokens=params.max_tokens,
                     do_sample=not params.greedy,
@@ -114,7 +182,8 @@ class HFInferenceEngine:
                         input_ids=input_ids,
                         attention_mask=attn,
                         generation_config=gen_cfg,
-                        stopping_criteria=StoppingCriteriaList([criteria]),
+                        stopping_criteria=StoppingCriteriaList(stopping),
+                        logits_processor=processors,
                     )
                 new = out.sequences[:, input_ids.shape[1]:]
                 if new.shape[1]:

@@ -23,8 +23,12 @@ run past its positions.
 requests fail with UNAVAILABLE after ``pause_timeout_s``); ``UpdateWeights`` also loads inside a
 pause, so a sender that skips ``Pause`` still never races a generation.
 
-``Generate`` answers with one final message even when ``stream`` is set: the engines complete a
-request before returning it (token ids are authoritative either way).
+``Generate`` with ``stream`` set sends the tokens as they are sampled where the engine can report
+them (the HF engine; :class:`~ale_roll.engines.base.TokenStreamingEngine`): each message holds the
+tokens sampled since the previous one, with their logprobs, and the last message (``finished``)
+holds whatever was not sent yet (usually none) and the stop reason. Where the engine cannot (vLLM
+here), or the request has stop strings, the reply is one final message. The concatenated ids and
+logprobs are the same either way.
 
 Stop strings are applied here, after generation (the engines stop on token ids only): the
 completion ends with the first token whose text completes a stop string — that token is kept, as
@@ -238,17 +242,69 @@ class InferenceServicer(inference_pb2_grpc.InferenceServiceServicer):
             raise Rejected(common_pb2.ERROR_CODE_INTERNAL, f"generation failed: {e!r}") from None
 
     async def Generate(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        stops = list(request.sampling.stop)
+        tokens: asyncio.Queue[tuple[int, float] | None] | None = None
         try:
             self._auth(context)
             rid, prompt, params = self._admit(request)
+            # Token by token where asked and possible: a stop string is found only in the finished
+            # text (see the module doc), so such a request is answered whole.
+            if request.stream and not stops and self.batcher.streams_tokens:
+                queue: asyncio.Queue[tuple[int, float] | None] = asyncio.Queue()
+                tokens = queue
+                loop = asyncio.get_running_loop()
+
+                def put(item: tuple[int, float] | None) -> None:  # (on the batcher's thread)
+                    with contextlib.suppress(RuntimeError):  # the server's loop is gone
+                        loop.call_soon_threadsafe(queue.put_nowait, item)
+
             try:
-                fut = self.batcher.submit(prompt, params, rid)
+                fut = self.batcher.submit(prompt, params, rid,
+                                          on_token=(lambda t, lp: put((t, lp))) if tokens is not None else None)
             except ValueError as e:
                 raise Rejected(common_pb2.ERROR_CODE_ALREADY_EXISTS, str(e), "request_id") from None
+        except Rejected as e:
+            await abort(context, e.detail)
+        sent = 0
+        if tokens is not None:
+            fut.add_done_callback(lambda _: put(None))  # after the last token (same thread, in order)
+            async for ids, lps in self._stream(tokens, rid):
+                sent += len(ids)
+                yield inference_pb2.GenerateResponse(request_id=rid, token_ids=ids, logprobs=lps,
+                                                     policy_version=self.engine.policy_version,
+                                                     text=self.tokenizer.decode(ids) if self.tokenizer else "")
+        try:
             (gen,) = await self._results([fut], [rid])
         except Rejected as e:
             await abort(context, e.detail)
-        yield self._response(gen, list(request.sampling.stop))
+        final = self._response(gen, stops)
+        if sent:  # the last message holds what was not streamed (usually nothing)
+            del final.token_ids[:sent], final.logprobs[:sent]
+            final.text = self.tokenizer.decode(list(final.token_ids)) if self.tokenizer else ""
+        yield final
+
+    async def _stream(self, tokens: asyncio.Queue[tuple[int, float] | None], rid: str
+                      ) -> AsyncIterator[tuple[list[int], list[float]]]:
+        """The reported tokens, as they come (whatever has queued up goes in one message), until
+        the request ends; a caller that leaves aborts the request."""
+        while True:
+            try:
+                item = await tokens.get()
+            except asyncio.CancelledError:
+                self.batcher.abort(rid)
+                raise
+            ids: list[int] = []
+            lps: list[float] = []
+            while item is not None:
+                ids.append(item[0])
+                lps.append(item[1])
+                if tokens.empty():
+                    break
+                item = tokens.get_nowait()
+            if ids:
+                yield ids, lps
+            if item is None:
+                return
 
     @_rejecting
     async def GenerateBatch(self, request: Any, context: Any) -> Any:
