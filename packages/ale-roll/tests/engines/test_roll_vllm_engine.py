@@ -11,7 +11,7 @@ import time
 
 import pytest
 import torch
-from ale_roll.engines.base import InferenceEngine, SamplingParams, WeightSyncError
+from ale_roll.engines.base import InferenceEngine, SamplingParams, TokenStreamingEngine, WeightSyncError
 from ale_roll.engines.torch_engine import OptimConfig, TorchTrainEngine
 from ale_roll.engines.weight_sync import DiskTransport, ProbeCheck, SharedMemoryTransport, WeightSync
 from ale_roll.models import load_model
@@ -63,6 +63,28 @@ def test_abort_returns_partial_output(vllm_engine, prompt_ids):
     worker.join(120)
     assert not worker.is_alive()
     assert out["g"].stop_reason == "aborted" and len(out["g"].token_ids) < 900
+
+
+def test_streaming_reports_exactly_what_it_returns(vllm_engine, prompt_ids):
+    """vLLM reports each step's new tokens: the same ids and logprobs it returns, for a batch of
+    rows that end at different lengths, and for a row aborted midway (a prefix of its output)."""
+    assert isinstance(vllm_engine, TokenStreamingEngine)
+    prompts = [prompt_ids, prompt_ids[:4], prompt_ids[2:7]]
+    params = SamplingParams(max_tokens=12, temperature=1.0, seed=5)
+    got: dict[int, list[tuple[int, float]]] = {0: [], 1: [], 2: []}
+    gens = vllm_engine.generate_streaming(prompts, params, None, lambda r, t, lp: got[r].append((t, lp)))
+    for row, gen in enumerate(gens):
+        assert [t for t, _ in got[row]] == gen.token_ids and gen.token_ids
+        assert [lp for _, lp in got[row]] == pytest.approx(gen.logprobs, abs=1e-6)
+    heard: list[int] = []
+
+    def listen(row: int, tok: int, lp: float) -> None:
+        heard.append(tok)
+        if len(heard) >= 3:
+            vllm_engine.abort("cut")
+
+    gen = vllm_engine.generate_streaming([prompt_ids], SamplingParams(max_tokens=900, ignore_eos=True), ["cut"], listen)[0]
+    assert gen.stop_reason == "aborted" and 3 <= len(heard) < 900 and heard == gen.token_ids
 
 
 def test_sync_changes_generations_and_is_verified(vllm_engine, train, prompt_ids):

@@ -24,10 +24,10 @@ requests fail with UNAVAILABLE after ``pause_timeout_s``); ``UpdateWeights`` als
 pause, so a sender that skips ``Pause`` still never races a generation.
 
 ``Generate`` with ``stream`` set sends the tokens as they are sampled where the engine can report
-them (the HF engine; :class:`~ale_roll.engines.base.TokenStreamingEngine`): each message holds the
-tokens sampled since the previous one, with their logprobs, and the last message (``finished``)
-holds whatever was not sent yet (usually none) and the stop reason. Where the engine cannot (vLLM
-here), or the request has stop strings, the reply is one final message. The concatenated ids and
+them (:class:`~ale_roll.engines.base.TokenStreamingEngine`: the HF and vLLM engines): each message
+holds the tokens sampled since the previous one, with their logprobs, and the last message
+(``finished``) holds whatever was not sent yet (usually none) and the stop reason. Where the engine
+cannot (a remote one), or the request has stop strings, the reply is one final message. The concatenated ids and
 logprobs are the same either way.
 
 Stop strings are applied here, after generation (the engines stop on token ids only): the

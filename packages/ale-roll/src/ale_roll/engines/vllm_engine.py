@@ -25,7 +25,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ale_roll.engines.base import Generation, SamplingParams, WeightSource, WeightSyncError, WeightUpdate
+from ale_roll.engines.base import (
+    Generation,
+    SamplingParams,
+    TokenCallback,
+    WeightSource,
+    WeightSyncError,
+    WeightUpdate,
+)
 from ale_roll.types import StopReason
 
 
@@ -171,6 +178,21 @@ class VLLMInferenceEngine:
     def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None = None
     ) -> list[Generation]:
+        return self._generate(prompts, params, request_ids, None)
+
+    def generate_streaming(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None,
+        on_token: TokenCallback,
+    ) -> list[Generation]:
+        """:meth:`generate`, reporting each row's new tokens after every engine step (vLLM's
+        outputs are cumulative: what a step adds is reported, so the reports are a prefix of the
+        returned ids and the same logprobs)."""
+        return self._generate(prompts, params, request_ids, on_token)
+
+    def _generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None,
+        on_token: TokenCallback | None,
+    ) -> list[Generation]:
         from vllm import SamplingParams as VSamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -190,6 +212,8 @@ class VLLMInferenceEngine:
         )
         latest: dict[str, Any] = {}
         done: dict[str, Generation] = {}
+        row_of = {rid: row for row, rid in enumerate(ids)}
+        reported: dict[str, int] = {}
         with self._step_lock:
             version = self._version
             with self._lock:
@@ -210,6 +234,8 @@ class VLLMInferenceEngine:
                         if out.request_id not in ids or out.request_id in done:
                             continue
                         latest[out.request_id] = out
+                        if on_token is not None:
+                            _report(out, row_of[out.request_id], reported, on_token)
                         if out.finished:
                             reason = out.outputs[0].finish_reason or "stop"  # type: ignore[index]
                             done[out.request_id] = _to_generation(
@@ -273,6 +299,16 @@ class VLLMInferenceEngine:
 
 # vLLM's finish_reason strings → ours (anything else, e.g. a stop string, is a normal stop).
 _VLLM_REASONS = {"stop": StopReason.STOP, "length": StopReason.LENGTH, "abort": StopReason.ABORTED}
+
+def _report(out: Any, row: int, reported: dict[str, int], on_token: TokenCallback) -> None:
+    """Report the tokens a step added to a request (outputs are cumulative)."""
+    comp = out.outputs[0]  # type: ignore[index]  # RequestOutput with n=1
+    toks, steps = comp.token_ids, comp.logprobs or []
+    start = reported.get(out.request_id, 0)
+    for j in range(start, min(len(toks), len(steps))):
+        on_token(row, int(toks[j]), float(steps[j][toks[j]].logprob))
+    reported[out.request_id] = max(start, min(len(toks), len(steps)))
+
 
 def _to_generation(rid: str, prompt: Sequence[int], out: Any, reason: str, version: int) -> Generation:
     if out is None:
