@@ -13,6 +13,7 @@ Token-level conventions shared by every engine:
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,6 +193,38 @@ class InferenceEngine(Protocol):
 
 TokenCallback = Callable[[int, int, float], None]
 """``(row, token_id, logprob)``: one generated token of the ``row``-th prompt, as it is sampled."""
+
+
+def request_ids_for(prompts: Sequence[Sequence[int]], request_ids: Sequence[str] | None) -> list[str]:
+    """The caller's request ids (one per prompt, else ValueError), or a fresh one per prompt."""
+    if request_ids is None:
+        return [uuid.uuid4().hex for _ in prompts]
+    ids = list(request_ids)
+    if len(ids) != len(prompts):
+        raise ValueError("request_ids and prompts differ in length")
+    return ids
+
+
+class ReportingGenerate:
+    """``generate`` and ``generate_streaming`` of an engine with one ``_generate(prompts, params,
+    request_ids, on_token)`` that reports tokens when ``on_token`` is given."""
+
+    def _generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
+                  request_ids: Sequence[str] | None, on_token: TokenCallback | None) -> list[Generation]:
+        raise NotImplementedError
+
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None = None
+    ) -> list[Generation]:
+        return self._generate(prompts, params, request_ids, None)
+
+    def generate_streaming(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None,
+        on_token: TokenCallback,
+    ) -> list[Generation]:
+        """:meth:`generate`, calling ``on_token`` for each token as it is sampled
+        (:class:`TokenStreamingEngine`)."""
+        return self._generate(prompts, params, request_ids, on_token)
 
 
 @runtime_checkable

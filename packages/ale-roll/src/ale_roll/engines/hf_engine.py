@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,11 +11,13 @@ import torch
 
 from ale_roll.engines.base import (
     Generation,
+    ReportingGenerate,
     SamplingParams,
     TokenCallback,
     WeightSource,
     WeightSyncError,
     WeightUpdate,
+    request_ids_for,
 )
 from ale_roll.engines.weight_sync import fingerprint, read_weight_source
 from ale_roll.types import StopReason
@@ -90,7 +91,7 @@ class _TokenReporter:
         return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
-class HFInferenceEngine:
+class HFInferenceEngine(ReportingGenerate):
     """Batched generation with raw-model logprobs; weights replaced in place by ``update_weights``."""
 
     def __init__(self, model: Any, eos_token_ids: Sequence[int] | None = None, pad_token_id: int | None = None) -> None:
@@ -128,27 +129,13 @@ class HFInferenceEngine:
             self._aborted.add(request_id)
             return True
 
-    def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None = None
-    ) -> list[Generation]:
-        return self._generate(prompts, params, request_ids, None)
-
-    def generate_streaming(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None,
-        on_token: TokenCallback,
-    ) -> list[Generation]:
-        """:meth:`generate`, reporting each token as it is sampled (see :class:`_TokenReporter`)."""
-        return self._generate(prompts, params, request_ids, on_token)
-
     def _generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None,
         on_token: TokenCallback | None,
     ) -> list[Generation]:
         from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
-        ids = list(request_ids) if request_ids is not None else [uuid.uuid4().hex for _ in prompts]
-        if len(ids) != len(prompts):
-            raise ValueError("request_ids and prompts differ in length")
+        ids = request_ids_for(prompts, request_ids)
         if not prompts:
             return []
         stop_ids = set(params.stop_token_ids) | (set() if params.ignore_eos else set(self.eos_token_ids))

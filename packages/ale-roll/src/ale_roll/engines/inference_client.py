@@ -12,7 +12,6 @@ on the old weights, and theirs and everyone's new requests wait for the new ones
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ from ale_roll.engines.base import (
     WeightSource,
     WeightSyncError,
     WeightUpdate,
+    request_ids_for,
 )
 from ale_roll.engines.inference_server import DTYPE_CODES
 from ale_roll.engines.weight_sync import dedupe_tied, fingerprint
@@ -79,9 +79,7 @@ class InferenceClient:
 
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
                  request_ids: Sequence[str] | None = None) -> list[Generation]:
-        ids = list(request_ids) if request_ids is not None else [uuid.uuid4().hex for _ in prompts]
-        if len(ids) != len(prompts):
-            raise ValueError("request_ids and prompts differ in length")
+        ids = request_ids_for(prompts, request_ids)
         if not prompts:
             return []
         sp = sampling_to_proto(params)

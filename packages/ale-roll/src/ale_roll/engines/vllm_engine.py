@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -27,11 +26,13 @@ from pydantic import BaseModel, ConfigDict
 
 from ale_roll.engines.base import (
     Generation,
+    ReportingGenerate,
     SamplingParams,
     TokenCallback,
     WeightSource,
     WeightSyncError,
     WeightUpdate,
+    request_ids_for,
 )
 from ale_roll.types import StopReason
 
@@ -118,7 +119,7 @@ class VLLMWeightLoader:
             method.process_weights_after_loading(lm_head)
 
 
-class VLLMInferenceEngine:
+class VLLMInferenceEngine(ReportingGenerate):
     """Token-in/token-out generation with raw logprobs, abort, and in-place weight reload."""
 
     def __init__(self, model_path: str | Path, config: VLLMConfig | None = None) -> None:
@@ -175,20 +176,6 @@ class VLLMInferenceEngine:
             self._aborts.add(request_id)  # applied by the generate loop between engine steps
             return True
 
-    def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None = None
-    ) -> list[Generation]:
-        return self._generate(prompts, params, request_ids, None)
-
-    def generate_streaming(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None,
-        on_token: TokenCallback,
-    ) -> list[Generation]:
-        """:meth:`generate`, reporting each row's new tokens after every engine step (vLLM's
-        outputs are cumulative: what a step adds is reported, so the reports are a prefix of the
-        returned ids and the same logprobs)."""
-        return self._generate(prompts, params, request_ids, on_token)
-
     def _generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams, request_ids: Sequence[str] | None,
         on_token: TokenCallback | None,
@@ -196,9 +183,7 @@ class VLLMInferenceEngine:
         from vllm import SamplingParams as VSamplingParams
         from vllm.inputs import TokensPrompt
 
-        ids = list(request_ids) if request_ids is not None else [uuid.uuid4().hex for _ in prompts]
-        if len(ids) != len(prompts):
-            raise ValueError("request_ids and prompts differ in length")
+        ids = request_ids_for(prompts, request_ids)
         sp = VSamplingParams(
             n=1,
             max_tokens=params.max_tokens,
