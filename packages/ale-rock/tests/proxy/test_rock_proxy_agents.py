@@ -187,7 +187,8 @@ def test_a_stream_through_ale_rolls_inference_service_arrives_token_by_token(
     (it used to arrive as one piece at the end)."""
     addr, _ = roll_inference
     c = client(open_episode(proxy_server, "ep-roll-stream", addr))
-    ask: dict[str, Any] = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 40,
+    # 200 tokens: long enough that a busy machine cannot fold the whole stream into a few messages.
+    ask: dict[str, Any] = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 200,
                            "temperature": 0, "seed": 3}
     plain = c.chat.completions.create(**ask).choices[0].message.content or ""
     pieces = [ch.choices[0].delta.content for ch in c.chat.completions.create(**ask, stream=True)

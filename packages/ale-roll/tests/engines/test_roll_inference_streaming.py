@@ -79,9 +79,24 @@ def test_the_batcher_gives_each_request_its_own_tokens_up_to_its_max(engine, pro
         batcher.close()
 
 
+class PacedEngine(HFInferenceEngine):
+    """The HF engine, 5 ms per reported token: a 400-token stream takes seconds, so "still running
+    when the first message arrived" does not depend on how fast this machine is."""
+
+    def _generate(self, prompts, params, request_ids, on_token):  # type: ignore[no-untyped-def]
+        if on_token is None:
+            return super()._generate(prompts, params, request_ids, None)
+
+        def paced(row: int, tok: int, lp: float) -> None:
+            time.sleep(0.005)
+            on_token(row, tok, lp)
+
+        return super()._generate(prompts, params, request_ids, paced)
+
+
 @pytest.fixture(scope="module")
-def stub(engine, tiny_tokenizer):
-    servicer = InferenceServicer(engine, tiny_tokenizer, backend="hf")
+def stub(tiny_model_dir, tiny_tokenizer):
+    servicer = InferenceServicer(PacedEngine(load_model(tiny_model_dir)[0]), tiny_tokenizer, backend="hf")
     server, port = serve(servicer)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     yield inference_pb2_grpc.InferenceServiceStub(channel), servicer
@@ -125,7 +140,7 @@ def test_a_streamed_request_with_stop_strings_is_answered_whole(stub, prompt_ids
 def test_a_streaming_caller_that_leaves_aborts_its_request(stub, prompt_ids):
     stub, servicer = stub
     call = stub.Generate(_request(prompt_ids, 4000, stream=True, rid="leaver"), timeout=120)
-    assert next(call).token_ids
+    assert next(call).token_ids and "leaver" in servicer.batcher.running()  # (paced: seconds to go)
     call.cancel()
     deadline = time.monotonic() + 10
     while "leaver" in servicer.batcher.running():
