@@ -60,3 +60,19 @@ def test_serve_inference_process(tiny_model_dir, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_serve_inference_on_a_taken_port_says_so_and_exits(tiny_model_dir):
+    """One line naming the port and a non-zero exit (the asyncio server once hung 60 s instead:
+    the port check's SystemExit, raised on the server's loop, ended the loop's thread)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        t0 = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "ale_roll.cli", "serve-inference", "--model", str(tiny_model_dir),
+                               "--port", str(port)], capture_output=True, text=True, timeout=180)
+    assert done.returncode != 0 and f"port {port} is already in use" in done.stderr
+    assert time.monotonic() - t0 < 60  # model load and exit, no wait on a dead server thread

@@ -4,7 +4,8 @@ Protobuf types stay in this file and in ``inference_client.py``; the engine sees
 Weight updates arrive as a stream of tensor chunks; the server recomputes the SHA-256 over the raw
 bytes in stream order and refuses the update (INVALID_ARGUMENT) when it differs from the header's.
 
-Serving: a ``grpc.aio`` server on its own event-loop thread (:func:`serve`). The calls that only
+Serving: a ``grpc.aio`` server on its own event-loop thread (:func:`serve`,
+:class:`~ale_roll.engines.loop_server.LoopServer`). The calls that only
 wait for the batcher (``Generate``, ``GenerateBatch``) and the quick ones (model info, templating,
 detokenizing, ``Abort``) are coroutines on that loop: a waiting call holds no thread, and one call
 costs ~30% less CPU than on a thread-pool server (``bench/grpc_percall.py``). The calls that block
@@ -50,14 +51,13 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-import grpc
 import torch
-from ale_proto import serving
 from ale_proto.errors import abort, make_error
 from ale_proto.v1 import common_pb2, inference_pb2, inference_pb2_grpc
 
 from ale_roll.engines.base import Generation, InferenceEngine, SamplingParams, WeightSyncError
 from ale_roll.engines.batcher import BatcherPaused, MicroBatcher
+from ale_roll.engines.loop_server import LoopServer
 from ale_roll.types import StopReason
 
 SERVICE_NAME = "ale.v1.InferenceService"
@@ -484,58 +484,14 @@ def _safetensors_in(path: Path) -> str:
     return str(files[0])
 
 
-class InferenceServer:
-    """A started ``grpc.aio`` InferenceService (with health checking and reflection), served by an
-    event loop on its own thread so that synchronous code (the CLI, the trainer, tests) can start
-    and stop it. :attr:`port` is the bound port."""
+def serve(servicer: InferenceServicer, address: str = "127.0.0.1:0") -> tuple[LoopServer, int]:
+    """Start the InferenceService (with health checking and reflection) on ``address``, on its own
+    event-loop thread; returns the running server and its port."""
+    from ale_proto.serving import add_standard_services
 
-    def __init__(self, servicer: InferenceServicer, address: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="inference-grpc", daemon=True)
-        self._thread.start()
-        try:
-            self.server, self.port = asyncio.run_coroutine_threadsafe(self._start(servicer, address), self.loop).result(60)
-        except BaseException:
-            self._close_loop()
-            raise
-        self._stopped = threading.Event()
-
-    async def _start(self, servicer: InferenceServicer, address: str) -> tuple[Any, int]:
-        from ale_proto.serving import add_standard_services
-
-        # Health checking's servicer is synchronous: grpc.aio runs it on this small pool.
-        server = grpc.aio.server(futures.ThreadPoolExecutor(2, thread_name_prefix="inference-health"),
-                                 options=[("grpc.max_receive_message_length", 64 << 20),
-                                          ("grpc.max_send_message_length", 64 << 20), serving.NO_REUSEPORT],
-                                 interceptors=serving.strict_requests_aio())
+    def register(server: Any) -> None:
         inference_pb2_grpc.add_InferenceServiceServicer_to_server(servicer, server)
         add_standard_services(server, [SERVICE_NAME])
-        port = serving.bind(server, address)
-        await server.start()
-        return server, port
 
-    def stop(self, grace: float | None = None) -> threading.Event:
-        """Stop serving (calls in flight get ``grace`` seconds; None cancels them at once) and end
-        the loop's thread. Returns an already-set event (as ``grpc.Server.stop`` returns one)."""
-        if not self._stopped.is_set():
-            with contextlib.suppress(Exception):  # a loop that is already gone has nothing to stop
-                asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop).result((grace or 0) + 10)
-            self._close_loop()
-            self._stopped.set()
-        return self._stopped
-
-    def wait_for_termination(self, timeout: float | None = None) -> bool:
-        """Block until :meth:`stop` ran (or ``timeout``); True when stopped."""
-        return self._stopped.wait(timeout)
-
-    def _close_loop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        if not self._thread.is_alive():
-            self.loop.close()
-
-
-def serve(servicer: InferenceServicer, address: str = "127.0.0.1:0") -> tuple[InferenceServer, int]:
-    """Start the InferenceService on ``address``; returns the running server and its port."""
-    server = InferenceServer(servicer, address)
+    server = LoopServer(register, address, name="inference-grpc")
     return server, server.port
