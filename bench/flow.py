@@ -33,6 +33,8 @@ from ale_flow.models.scripted import Reply, ScriptedModel, call
 from ale_flow.tools.base import FunctionTool, obj
 from ale_flow.types import Message, ModelResponse, ToolCall
 
+from ale.job.tool_overhead import shell_p50_ms, subprocess_p50_ms  # the same figure `ale up` reports
+
 
 class TimedModel:
     """Wraps the scripted model and records when each call started and ended."""
@@ -122,33 +124,6 @@ def tool_round_trips(ws: Any, n: int) -> dict[str, float]:
             assert not r.is_error, r.content
         out[name] = statistics.median(times) * 1000
     return out
-
-
-def subprocess_p50_ms(command: str, n: int) -> float:
-    """The same command as a plain local subprocess: what a tool call cannot avoid."""
-    import subprocess
-
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        subprocess.run(["bash", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=True)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000
-
-
-def shell_p50_ms(ws: Any, command: str, n: int) -> float:
-    from ale_flow.tools import ToolContext, ToolRegistry, builtin_tools
-
-    reg = ToolRegistry(builtin_tools())
-    ctx = ToolContext(ws)
-    reg.invoke("shell", {"command": command}, ctx)  # opens the session
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        r = reg.invoke("shell", {"command": command}, ctx)
-        times.append(time.perf_counter() - t0)
-        assert not r.is_error, r.content
-    return statistics.median(times) * 1000
 
 
 def sandbox_vs_local(n: int) -> dict[str, Any]:

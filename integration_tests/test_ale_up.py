@@ -179,3 +179,85 @@ def test_killing_the_worker_mid_rl_loses_only_episodes(ale_env: dict[str, str], 
     lost = last.get("filter/rejected/rollout_exception", 0.0)
     assert lost > 0, "the killed worker's episodes should have failed and been resampled"
     assert processes_mentioning(str(run_dir)) == []
+
+
+TINY_AGENT_JOB = """
+smoke: {sandboxes: 1}
+job:
+  mode: agent_native
+  seeds: [0]
+  train_tasks: 32
+  synthesis: {episodes: 12, concurrency: 4}
+  roll:
+    iterations: 2
+    rollout: {batch_size: 16}
+    sft: {steps: 5}
+    eval: {episodes: 12}
+"""
+
+
+def test_up_runs_the_agent_native_job_in_sandboxes_and_leaves_nothing(ale_env: dict[str, str], runs_root: Path,
+                                                                      tmp_path: Path) -> None:
+    """job.mode=agent_native: synthesis, RL and the held-out evaluations are agent episodes (ale-flow's
+    loop, its shell tool in a fresh sandbox, model calls through the stack's ModelProxy, the reward
+    from the task's hidden tests); the teacher's token records are the SFT data."""
+    cfg = tmp_path / "agent.yaml"
+    cfg.write_text(TINY_AGENT_JOB)
+    r = run_ale("up", "-c", str(cfg), env=ale_env, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    run_dir = (runs_root / "latest").resolve()
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["mode"] == "agent_native"
+    # The teacher's episodes passed the hidden tests (the lock opened) and became token-exact demos.
+    f = report["filter"]
+    assert f["episodes"] == 12 and f["errors"] == 0 and 0 < f["kept"] <= 12
+    demos = [json.loads(line) for line in (run_dir / "data" / "demos.jsonl").read_text().splitlines()]
+    assert len(demos) == f["kept"]
+    assert all(d["reward"] == 1.0 and d["metadata"]["success"] and len(d["turns"]) >= 2 for d in demos)
+    first = demos[0]["turns"][0]
+    assert len(first["prompt_ids"]) > 100 and len(first["completion_ids"]) == 8  # 7-token tool call + end
+    for stage in ("untrained", "sft", "rl"):
+        st = report["stages"][stage]
+        assert st["episodes"] == 12 and st["errors"] == 0, st
+    an = report["agent_native"]
+    assert an["episodes"] >= 32 and an["errors"] == 0 and an["episodes_per_s"] > 0
+    assert an["tool_call_overhead_p50_ms"] is not None and an["sandbox_shell_tool_p50_ms"] > 0
+    rows = [json.loads(line) for line in (run_dir / "train" / "seed-0" / "metrics.jsonl").read_text().splitlines()]
+    rl = [row for row in rows if row.get("step", 0) > 0 and "time/step_s" in row]
+    assert len(rl) == 2 and all(row["agent_native/phase_p50_s/setup"] > 0 for row in rl)
+    assert processes_mentioning(str(run_dir)) == []
+    assert mounts_mentioning(str(run_dir)) == []
+
+
+def test_sigterm_stops_up_and_every_service_it_started(ale_env: dict[str, str], runs_root: Path,
+                                                      tmp_path: Path) -> None:
+    """`kill <ale up>` (a CI timeout, systemd) ends it as Ctrl-C does: the services run in their own
+    sessions, and before this the trainer and the ModelProxy outlived a terminated `ale up`."""
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY_JOB % {"iterations": 50})
+    proc = subprocess.Popen([*ALE, "up", "-c", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=ale_env)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            latest = runs_root / "latest"
+            if latest.exists() and (latest.resolve() / "data").exists():  # every service is up; the job runs
+                break
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the job never started")
+        run_dir = (runs_root / "latest").resolve()
+        pids = stack_pids(run_dir)
+        assert set(pids) == {"admin", "worker", "inference", "model-proxy", "trainer"}
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert proc.returncode == 130 and "interrupted" in out, out[-3000:]
+    alive = {name: pid for name, pid in pids.items() if Path(f"/proc/{pid}").exists()}
+    assert alive == {}, alive
+    assert processes_mentioning(str(run_dir)) == []
+    assert mounts_mentioning(str(run_dir)) == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ale_proto.config import ConfigError as ConfigError  # re-exported: `ale up` catches it from here
 from ale_proto.config import load_config as _load
@@ -57,6 +57,13 @@ class JobConfig(BaseModel):
 
     enabled: bool = True
     """Run the job after the stack check (false: bring the stack up and check it only)."""
+    mode: Literal["gem", "agent_native"] = "gem"
+    """`gem`: the trainer plays DigitLock through the EnvService (`ale/job/default_roll.yaml`);
+    `agent_native`: the same lock as a terminal task in Harbor layout, played by ale-flow's agent loop
+    with its shell tool in a fresh sandbox per episode and its model calls through the ModelProxy, in
+    synthesis, RL and the held-out evaluations alike (`ale/job/agent_roll.yaml`, `ale.job.agent_native`)."""
+    train_tasks: int = Field(default=512, ge=1, le=100_000)
+    """Agent-native mode: training locks written for RL (start state k plays lock k mod this)."""
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, max_length=16)
     """Training seeds; each runs SFT + RL from the same initial model, and held-out success pools them."""
     synthesis: SynthesisConfig = Field(default_factory=SynthesisConfig)
@@ -120,8 +127,18 @@ def check_roll_config(job: JobConfig) -> None:
         first = (f"job.roll_config {job.roll_config}", read_mapping(job.roll_config))
         config_dir = Path(job.roll_config).resolve().parent
     else:
-        text = resources.files("ale.job").joinpath("default_roll.yaml").read_text()
-        first, config_dir = ("ale/job/default_roll.yaml", yaml.safe_load(text)), Path(".")
+        name = embedded_roll_config(job.mode)
+        text = resources.files("ale.job").joinpath(name).read_text()
+        first, config_dir = (f"ale/job/{name}", yaml.safe_load(text)), Path(".")
     first = (first[0], without_other_loss_config(first[1], job.roll))
-    load_layers(RunConfig, [("defaults", {"config_dir": str(config_dir)}), first, ("job.roll", job.roll)],
-                default=first[0])
+    layers: list[Layer] = [("defaults", {"config_dir": str(config_dir)}), first, ("job.roll", job.roll)]
+    if job.mode == "agent_native":
+        # What the pipeline fills in from the running stack (the tasks it writes, the Admin).
+        layers.insert(1, ("the running stack", {"agent": {"tasks": ["<written at run time>"],
+                                                          "sandbox_address": "127.0.0.1:0"}}))
+    load_layers(RunConfig, layers, default=first[0])
+
+
+def embedded_roll_config(mode: str) -> str:
+    """The embedded ale-roll config of a job mode (a file of the `ale.job` package)."""
+    return "agent_roll.yaml" if mode == "agent_native" else "default_roll.yaml"

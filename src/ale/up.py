@@ -11,7 +11,9 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -110,7 +112,7 @@ def plan_services(run_dir: Path, cfg: UpConfig, model_dir: Path | None = None) -
             "trainer", [str(bin_dir / "ale-roll"), "serve", "--port", str(trainer_port)], trainer_port,
             "ale.v1.TrainerService", env={"OMP_NUM_THREADS": "1"}))
         endpoints.update({"inference_address": f"127.0.0.1:{inf_port}", "trainer_address": f"127.0.0.1:{trainer_port}",
-                          "proxy_http": f"http://127.0.0.1:{proxy_http}/v1"})
+                          "proxy_address": f"127.0.0.1:{proxy_port}", "proxy_http": f"http://127.0.0.1:{proxy_http}/v1"})
         client_env["ALE_PROXY_ADDRESS"] = f"127.0.0.1:{proxy_port}"
     write_private(private / CLIENT_ENV, "".join(f"{k}={v}\n" for k, v in client_env.items()))
     return specs, endpoints
@@ -221,8 +223,34 @@ def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, r
     console.print(f"[bold]ALE run directory:[/bold] {run_dir}")
     started = time.monotonic()
     stack = Stack(run_dir)
-    watchdog: Watchdog | None = None
     report: dict[str, Any] = {"run_dir": str(run_dir), "services": {}}
+    with _sigterm_interrupts():
+        return _run_stack(run_dir, cfg, stack, report, console, started, keep)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Any:
+    """SIGTERM (a CI timeout, `kill`, systemd) ends `ale up` as Ctrl-C does: the job stops and every
+    service it started is stopped too. The services run in their own sessions (a Ctrl-C meant for
+    `ale up` must not reach them first), so without this they outlived a terminated `ale up`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_stack(run_dir: Path, cfg: UpConfig, stack: Stack, report: dict[str, Any], console: Any, started: float,
+               keep: bool) -> int:
+    """Start the services, check them, run the job; stop what was started unless ``keep``."""
+    watchdog: Watchdog | None = None
     code = 0
     try:
         # Every service of the stack runs with or without the job (`job.enabled=false` is the stack
@@ -251,13 +279,16 @@ def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, r
         if s["ok"] != s["sandboxes"]:
             code = 1
         if cfg.job.enabled and code == 0:
+            from ale.job.agent_native import AgentNativeJob
             from ale.job.pipeline import DefaultJob, Endpoints
             from ale.job.report import render_funnel, render_table
 
             ep = Endpoints(endpoints["admin_address"], endpoints["api_key"], endpoints["env_address"],
-                           endpoints["env_api_key"], endpoints["inference_address"], endpoints["trainer_address"])
+                           endpoints["env_api_key"], endpoints["inference_address"], endpoints["trainer_address"],
+                           endpoints["proxy_address"])
+            job_class = AgentNativeJob if cfg.job.mode == "agent_native" else DefaultJob
             with LiveProgress(console) as progress:
-                job = DefaultJob(run_dir, cfg.job, ep, model_dir, progress).run()
+                job = job_class(run_dir, cfg.job, ep, model_dir, progress).run()
             report.update(job)
             report["restarts"] = dict(watchdog.restarts)
             console.print(render_funnel(job["filter"]))

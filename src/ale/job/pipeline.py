@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import yaml
 from ale_proto.config import deep_merge, read_mapping
 
-from ale.config import JobConfig, without_other_loss_config
+from ale.config import JobConfig, embedded_roll_config, without_other_loss_config
 from ale.job.report import plot_job_curves, read_metrics, stage_entry
 
 
@@ -52,6 +52,8 @@ class Endpoints:
     env_api_key: str
     inference_address: str
     trainer_address: str
+    proxy_address: str = ""
+    """gRPC address of the stack's ModelProxy (the agent-native job's model calls go through it)."""
 
 
 def roll_raw(cfg: JobConfig) -> dict[str, Any]:
@@ -59,7 +61,7 @@ def roll_raw(cfg: JobConfig) -> dict[str, Any]:
     if cfg.roll_config:
         raw = read_mapping(cfg.roll_config)  # ConfigError naming the file, not a traceback
     else:
-        raw = yaml.safe_load(resources.files("ale.job").joinpath("default_roll.yaml").read_text())
+        raw = yaml.safe_load(resources.files("ale.job").joinpath(embedded_roll_config(cfg.mode)).read_text())
     return deep_merge(without_other_loss_config(raw, cfg.roll), cfg.roll)
 
 
@@ -69,6 +71,8 @@ def prepare_model(run_dir: Path, cfg: JobConfig) -> Path:
     from ale_roll.trainer.setup import prepare_model_dir
 
     raw = roll_raw(cfg)
+    # Only the model section matters here; the agent-native job's tasks and addresses do not exist yet.
+    raw = {**raw, "rollout": {**raw.get("rollout", {}), "mode": "gem"}}
     rc = build_config(raw, [f"output_dir={run_dir / 'model'}"], config_dir=Path(cfg.roll_config or ".").parent)
     if rc.model.path is None:
         return prepare_model_dir(rc).resolve()
@@ -208,9 +212,12 @@ def episode_rate(rows: list[dict[str, Any]], steps: int) -> dict[str, Any]:
 
 
 def summarize(seeds: list[dict[str, Any]], eval_episodes: int) -> dict[str, Any]:
-    """Held-out success per stage, pooled over seeds, with Wilson intervals."""
+    """Held-out success per stage, pooled over seeds, with Wilson intervals.
+
+    A stage counts the episodes its evaluation scored (``eval/episodes``, ``eval_episodes`` when a
+    trainer did not report it); the ones the infrastructure spoiled are the stage's ``errors``."""
     per_seed = []
-    pooled = {"untrained": [0, 0], "sft": [0, 0], "rl": [0, 0]}
+    pooled = {"untrained": [0, 0, 0], "sft": [0, 0, 0], "rl": [0, 0, 0]}  # successes, scored, errors
     tokens = {"sft": 0.0, "rl": 0.0}
     for i, s in enumerate(seeds):
         rows = s["rows"]
@@ -219,16 +226,18 @@ def summarize(seeds: list[dict[str, Any]], eval_episodes: int) -> dict[str, Any]
         entry = {"seed": s["seed"], "untrained": start.get("eval/success_untrained"), "sft": start.get("eval/success"),
                  "rl": final.get("eval/success"), "rl_steps": final.get("step"), "wall_s": round(s["wall_s"], 1)}
         per_seed.append(entry)
-        for stage in ("sft", "rl"):
-            if entry[stage] is not None:
-                pooled[stage][0] += round(float(entry[stage]) * eval_episodes)
-                pooled[stage][1] += eval_episodes
-        if i == 0 and entry["untrained"] is not None:
-            # Every seed starts from the same initial model and greedy decoding, so the untrained
-            # evaluation is the same episodes each time: count it once.
-            pooled["untrained"] = [round(float(entry["untrained"]) * eval_episodes), eval_episodes]
+        rows_of = {"untrained": (start, "_untrained"), "sft": (start, ""), "rl": (final, "")}
+        for stage, (row, suffix) in rows_of.items():
+            if entry[stage] is None or (stage == "untrained" and i > 0):
+                # Every seed starts from the same initial model and greedy decoding, so the untrained
+                # evaluation is the same episodes each time: count it once.
+                continue
+            scored = int(row.get(f"eval/episodes{suffix}", eval_episodes))
+            pooled[stage][0] += round(float(entry[stage]) * scored)
+            pooled[stage][1] += scored
+            pooled[stage][2] += int(row.get(f"eval/errors{suffix}", 0))
         tokens["rl"] += sum(float(r.get("rollout/tokens", 0)) for r in rows if r.get("step", 0) > 0)
-    stages = {name: stage_entry(k, n) for name, (k, n) in pooled.items()}
+    stages = {name: stage_entry(k, n, errors=e) for name, (k, n, e) in pooled.items()}
     stages["rl"]["tokens"] = int(tokens["rl"])
     return {"stages": stages, "seeds": per_seed,
             "rl_beats_sft": stages["rl"]["ci95"][0] > stages["sft"]["ci95"][1]}

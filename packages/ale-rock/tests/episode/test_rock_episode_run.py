@@ -217,3 +217,60 @@ def test_cancelling_an_async_episode_deletes_its_sandbox(byte_model: Any, proxy:
     t0 = time.monotonic()
     asyncio.run(main())
     assert provider.created and provider.live == [] and time.monotonic() - t0 < 10
+
+
+class HostAgent:
+    """The agent on the host (as ale-flow's loop runs in training): one model call through the proxy,
+    then the reference solution in the sandbox. A sandbox has no route to the host's proxy."""
+
+    def run(self, ctx: Any, cancel: threading.Event) -> AgentRun:
+        import urllib.request
+
+        body = json.dumps({"model": ctx.model, "messages": [{"role": "user", "content": "go"}]}).encode()
+        req = urllib.request.Request(ctx.base_url + "/chat/completions", data=body, headers={
+            "Authorization": f"Bearer {ctx.api_key}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            reply = json.load(r)["choices"][0]["message"]["content"]
+        ctx.provider.upload(ctx.sandbox_id, {".sol/solve.sh": find_task(TASK).solution["solve.sh"]})
+        out = ctx.provider.exec(ctx.sandbox_id, "bash .sol/solve.sh", ctx.budget_s)
+        return AgentRun(out.exit_code, reply + out.output, out.timed_out)
+
+
+def test_episodes_beyond_the_clusters_room_wait_for_it(byte_model: Any, proxy: Any, tmp_path: Any) -> None:
+    """A worker that holds 2 sandboxes, 5 episodes at once: the Admin answers RESOURCE_EXHAUSTED
+    (``quota=cluster_capacity``) for the 3 that do not fit; each waits for a sandbox to go instead of
+    failing (they were ``sandbox_unavailable`` errors at once: an evaluation larger than the cluster
+    lost most of its episodes). A full cluster past the wait is still a clear error."""
+    from ale_rock.envs.sandbox import SdkProvider
+    from ale_rock.local_cluster import LocalCluster, real_worker_argv
+
+    addr, model = byte_model
+    model.policy = lambda prompt: "ok"
+    argv = real_worker_argv({"max_sandboxes": 2, "pool_size": 0})
+    with LocalCluster(workers=1, workdir=tmp_path, worker_argv=argv) as cluster, \
+            ModelProxyClient(proxy.grpc_address, timeout_s=10) as client:
+        provider = SdkProvider(cluster.address, cluster.api_key())
+        task = find_task(TASK)
+
+        async def five() -> list[Any]:
+            return list(await asyncio.gather(*(
+                arun_episode(task, HostAgent(), provider=provider, proxy=client, upstream="inference",
+                             target=addr, model="m", budget_s=60, episode_id=f"ep-room-{k}")
+                for k in range(5))))
+
+        outs = asyncio.run(five())
+        assert [o.status for o in outs] == [Status.SUCCESS] * 5, [(o.error_kind, o.error) for o in outs]
+        assert len({o.sandbox_id for o in outs}) == 5
+        from ale_rock import Sandbox
+
+        assert Sandbox.list(client=cluster.client(), states=["running"]) == []  # every sandbox deleted
+
+        held = [provider.create({"t": "hold"}) for _ in range(2)]  # the worker is full, and stays full
+        try:
+            t0 = time.monotonic()
+            out = _run(proxy, addr, HostAgent(), provider, budget_s=60, timeouts=EpisodeTimeouts(setup_s=2.0))
+            assert out.status is Status.ERROR and out.error_kind is ErrorKind.SANDBOX_UNAVAILABLE, out
+            assert "no live worker has room" in out.error and 1.0 <= time.monotonic() - t0 < 10
+        finally:
+            for sid in held:
+                provider.delete(sid)

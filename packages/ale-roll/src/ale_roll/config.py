@@ -41,6 +41,8 @@ class ModelConfig(_Section):
     """Build a random-init model of this shape into `<output_dir>/init_model` (when `path` is unset)."""
     word_vocab: list[str] | None = None
     """With `tiny`: replace the BPE tokenizer by a word-level one over these words (one token per word; an entry with spaces or punctuation, such as a tool call's JSON frame, is one token too)."""
+    word_unknown_runs: bool = False
+    """With `word_vocab`: a run of text with no vocabulary word in it is one `[UNK]` (not one per word), so an agent's prose costs a tiny model a few positions."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Parameter dtype (float32 on CPU)."""
 

@@ -35,3 +35,32 @@ def test_tool_call_frame_round_trips(tmp_path: Path) -> None:
     assert tok.encode(render_call(calls[0]), add_special_tokens=False) == ids
     tok.save_pretrained(tmp_path)
     assert AutoTokenizer.from_pretrained(tmp_path).encode(text, add_special_tokens=False) == ids
+
+
+def test_unknown_runs_are_one_token_each(tmp_path: Path) -> None:
+    tok = word_tokenizer(WORDS, unknown_runs=True)
+    vocab = tok.get_vocab()
+    prose = "You are an agent. It has 3 digits, each 0-9; answers: higher, lower or correct."
+    pieces = tok.convert_ids_to_tokens(tok.encode(prose, add_special_tokens=False))
+    # Only whole entries survive; each stretch of other words and punctuation between them is one [UNK].
+    assert pieces == ["[UNK]", "3", "[UNK]", "0", "[UNK]", "9", "[UNK]", ":", "higher", "[UNK]", "lower", "[UNK]",
+                      "correct", "[UNK]"]
+    # An entry glued to other characters is not that entry ("highers", "7a"), but punctuation is its own token.
+    assert tok.convert_ids_to_tokens(tok.encode("highers 7a 7", add_special_tokens=False)) == ["[UNK]", "7"]
+    # The tool call is the same 7 tokens as without runs, and parses and re-renders to them.
+    text = '<tool_call>\n{"name": "shell", "arguments": {"command": "python3 lock.py 4 0 9"}}\n</tool_call>'
+    ids = tok.encode(text, add_special_tokens=False)
+    assert ids == word_tokenizer(WORDS).encode(text, add_special_tokens=False)
+    content, calls = parse_tool_calls(tok.decode(ids), "c")
+    assert tok.encode(render_call(calls[0]), add_special_tokens=False) == ids
+    # A ChatML conversation keeps its structure: the specials stay, the role and the prose after it are one run.
+    chat = tok.apply_chat_template([{"role": "system", "content": "Be careful: inspect before you change."},
+                                    {"role": "user", "content": "<tool_response>\nhigher lower correct\n</tool_response>"}],
+                                   tokenize=False, add_generation_prompt=True)
+    assert tok.convert_ids_to_tokens(tok.encode(chat, add_special_tokens=False)) == [
+        "<|im_start|>", "[UNK]", ":", "[UNK]", "<|im_end|>", "<|im_start|>", "[UNK]", "<tool_response>",
+        "higher", "lower", "correct", "</tool_response>", "<|im_end|>", "<|im_start|>", "[UNK]"]
+    assert vocab["[UNK]"] == 3
+    tok.save_pretrained(tmp_path)
+    assert AutoTokenizer.from_pretrained(tmp_path).encode(chat, add_special_tokens=False) == tok.encode(
+        chat, add_special_tokens=False)

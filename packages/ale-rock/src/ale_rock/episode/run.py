@@ -74,16 +74,38 @@ class _EventsProvider:
 
 class _Runner(ProviderRunner):
     """The episode's one sandbox. Once closed, a sandbox that a timed-out setup creates late is
-    deleted at once: an episode that gave up leaks nothing."""
+    deleted at once: an episode that gave up leaks nothing.
 
-    def __init__(self, provider: SandboxProvider, labels: Mapping[str, str], spec: SandboxSpec | None) -> None:
+    While every worker is full (RESOURCE_EXHAUSTED with ``quota=cluster_capacity``: some worker
+    could run the sandbox, none has room now) the creation waits for room, up to ``room_wait_s``,
+    instead of failing the episode: a batch of episodes larger than the cluster queues behind the
+    sandboxes that are being deleted. Past it the Admin's error is raised, naming the capacity."""
+
+    def __init__(self, provider: SandboxProvider, labels: Mapping[str, str], spec: SandboxSpec | None,
+                 room_wait_s: float = 0.0) -> None:
         super().__init__(provider, labels, spec)
         self._lock = threading.Lock()
         self._closed = False
+        self.room_wait_s = room_wait_s
+
+    def _create(self) -> str:
+        from ale_rock.sdk.errors import ResourceExhausted
+
+        deadline, delay = time.monotonic() + self.room_wait_s, 0.05
+        while True:
+            try:
+                return self.provider.create(self.labels, self.spec)
+            except ResourceExhausted as e:
+                with self._lock:
+                    closed = self._closed
+                if e.quota != "cluster_capacity" or closed or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(2 * delay, 0.5)
 
     def reset(self) -> None:
         self.close_sandbox()
-        sid = self.provider.create(self.labels, self.spec)
+        sid = self._create()
         with self._lock:
             if not self._closed:
                 self.sandbox_id = sid
@@ -174,7 +196,9 @@ def run_episode(
     if spec is None and getattr(task, "environment", None) is not None:
         spec = sandbox_spec(task)
     sandboxes = _EventsProvider(provider, events, spec.workdir if spec is not None else "")
-    runner = _Runner(sandboxes, {**(labels or {}), "ale.episode": episode_id}, spec)
+    setup_s = timeouts.setup_s or limits.setup_s + timeouts.margin_s
+    # Waiting for room ends before the setup's own timeout, so the error names the full cluster.
+    runner = _Runner(sandboxes, {**(labels or {}), "ale.episode": episode_id}, spec, room_wait_s=0.75 * setup_s)
     out = EpisodeOutcome(episode_id=episode_id, status=Status.ERROR, task_id=str(getattr(task, "id", "")))
     opened = False
     phase = "setup"
@@ -193,7 +217,7 @@ def run_episode(
             task = timed("build", task.environment.build_timeout_s + timeouts.margin_s, lambda: _build(task, provider))
             if runner.spec is not None and not runner.spec.image:
                 runner.spec = replace(runner.spec, image=task.environment.built_image)
-        timed("setup", timeouts.setup_s or limits.setup_s + timeouts.margin_s, lambda: setup_task(task, runner))
+        timed("setup", setup_s, lambda: setup_task(task, runner))
         out.sandbox_id = sid = runner.sandbox_id
         ep = timed("open", timeouts.open_s, lambda: proxy.open_episode(
             episode_id, sandbox_id=sid, upstream=upstream, target=target, model=model, max_calls=max_calls,

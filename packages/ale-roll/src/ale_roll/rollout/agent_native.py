@@ -129,6 +129,8 @@ class AgentNativeTimes(EpisodeTimes):
 
     errors: Counter[str] = field(default_factory=Counter)
     resampled: int = 0
+    tool_calls: int = 0
+    """Model calls of the scored episodes that ended in a tool call."""
     phases: dict[str, deque[float]] = field(default_factory=lambda: {p: deque(maxlen=1000) for p in PHASES})
     """Seconds per phase of the last 1000 episodes (errors included), for the p50s."""
 
@@ -141,8 +143,9 @@ class AgentNativeTimes(EpisodeTimes):
         out["agent_native/errors"] = float(sum(self.errors.values()))
         out.update({f"agent_native/errors/{k}": float(v) for k, v in sorted(self.errors.items())})
         out["agent_native/resampled"] = float(self.resampled)
+        out["agent_native/tool_calls"] = float(self.tool_calls)
         out.update({f"agent_native/phase_p50_s/{k}": v for k, v in self.phase_p50_s().items()})
-        self.errors, self.resampled = Counter(), 0
+        self.errors, self.resampled, self.tool_calls = Counter(), 0, 0
         return out
 
 
@@ -240,6 +243,7 @@ class AgentNativeRunner:
         self.times.generate += out.model_s
         self.times.env += max(0.0, out.wall_s - verify_s - out.model_s)
         self.times.tokens += sum(len(t.completion_ids) for t in turns)
+        self.times.tool_calls += sum(t.stop_reason == StopReason.TOOL_CALL for t in turns)
         info = {"tests": [{"name": t["name"], "passed": t["passed"]} for t in out.tests], "success": out.success}
         traj = Trajectory(
             turns=turns, initial_state_id=initial_state_id, seed=seed, group_id=group_id,

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import random
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -223,7 +224,11 @@ class Controller:
         return {f"sft/{k.split('/', 1)[-1]}": v for k, v in metrics.items()}
 
     async def evaluate(self, episodes: int | None = None) -> dict[str, float]:
-        """Greedy episodes on held-out seeds: success rate and mean reward."""
+        """Greedy episodes on held-out seeds: success rate and mean reward over the scored episodes.
+
+        An episode the infrastructure spoiled (the runner raised: a lost sandbox, a failed model
+        call) is run again on the same held-out state, up to `rollout.max_attempts` times; one that
+        never scores counts in `eval/errors` (by kind in `eval/errors/<kind>`), not as a failure."""
         n = self.cfg.eval.episodes if episodes is None else episodes
         if n <= 0:
             return {}
@@ -235,12 +240,30 @@ class Controller:
             results = await self.eval_runner.run_batch(
                 [EpisodeSpec(self.cfg.env.eval_seed + i, f"eval-{i}") for i in range(n)], greedy)
         else:
-            results = list(await asyncio.gather(*(
-                self.eval_runner.run(seed=self.cfg.env.eval_seed + i, initial_state_id=f"eval-{i}", params=greedy)
-                for i in range(n)), return_exceptions=True))
+            # As many at once as rollout runs (an agent-native episode holds a sandbox throughout).
+            lanes = asyncio.Semaphore(max(1, self.cfg.rollout.episodes_in_flight))
+            attempts = max(1, self.cfg.rollout.max_attempts)
+
+            async def one(i: int) -> Trajectory:
+                async with lanes:
+                    for attempt in range(attempts):
+                        try:
+                            return await self.eval_runner.run(seed=self.cfg.env.eval_seed + i,
+                                                              initial_state_id=f"eval-{i}", params=greedy)
+                        except Exception:
+                            if attempt == attempts - 1:
+                                raise
+                raise AssertionError("unreachable")
+
+            results = list(await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True))
         trajs = [t for t in results if not isinstance(t, BaseException)]
-        return {"eval/success": sum(bool(t.metadata.get("success")) for t in trajs) / n,
-                "eval/reward": sum(t.reward for t in trajs) / n, "eval/errors": float(n - len(trajs))}
+        errors = Counter(str(getattr(e, "kind", type(e).__name__)) for e in results if isinstance(e, BaseException))
+        scored = max(1, len(trajs))
+        out = {"eval/success": sum(bool(t.metadata.get("success")) for t in trajs) / scored,
+               "eval/reward": sum(t.reward for t in trajs) / scored, "eval/episodes": float(len(trajs)),
+               "eval/errors": float(n - len(trajs))}
+        out.update({f"eval/errors/{k}": float(v) for k, v in sorted(errors.items())})
+        return out
 
     async def evaluate_only(self) -> dict[str, float]:
         """`evaluate()` with the rollout services up (agent-native mode); releases the generator after."""

@@ -18,29 +18,61 @@ from ale_roll.engines.compute import ComputeThread, compute
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-def word_tokenizer(words: list[str]) -> Any:
+def word_tokenizer(words: list[str], unknown_runs: bool = False) -> Any:
     """A word-level transformers tokenizer: ChatML specials (ids 0–2), `[UNK]`, then `words`.
 
     An entry that the pre-tokenizer would split (spaces, or word and punctuation characters mixed:
     `<tool_call>`, `{"name": "shell", "arguments": {"command": "python3 lock.py`) is one token too,
     matched in the text before splitting: a fixed frame such as a tool call's JSON costs a model a
     few tokens, and the choices inside it (the arguments' words) stay one token each. Decoding joins
-    tokens with a space, which JSON and the proxy's tool-call parser accept."""
-    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+    tokens with a space, which JSON and the proxy's tool-call parser accept.
+
+    ``unknown_runs``: a run of text with no entry in it (words, punctuation and the spaces between
+    them) is one `[UNK]`, not one per word. An agent's prompt is mostly text a word-level model
+    cannot read (its system prompt, the tool schema, the instruction's prose); as one token per run
+    it costs the model a few positions instead of hundreds, and the entries between the runs (the
+    digits, the lock's answers, the tool-call frame) keep their places."""
+    from tokenizers import AddedToken, Regex, Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
+
+    from ale_roll.models.tiny import CHAT_TEMPLATE
 
     vocab: dict[str, int] = {}
     for w in [*SPECIAL_TOKENS, "[UNK]", *words]:
         vocab.setdefault(w, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     pre = pre_tokenizers.Whitespace()
-    tok.pre_tokenizer = pre
-    tok.add_special_tokens(SPECIAL_TOKENS)
     # Entries the pre-tokenizer would split: added tokens keep their vocabulary id and match first.
     phrases = [w for w in words if len(pre.pre_tokenize_str(w)) != 1 and w not in SPECIAL_TOKENS]
+    if unknown_runs:
+        plain = [w for w in words if w not in phrases and w not in SPECIAL_TOKENS]
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(_runs_pattern(plain)), "isolated"),
+            pre_tokenizers.Split(Regex(r"^\s+$"), "removed"),  # the spaces between the pieces
+        ])
+    else:
+        tok.pre_tokenizer = pre
+    tok.add_special_tokens(SPECIAL_TOKENS)
     tok.add_tokens([AddedToken(w, normalized=False) for w in phrases])
+    # ChatML, so the InferenceService can serve it to agents (the ModelProxy applies the template).
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   unk_token="[UNK]", clean_up_tokenization_spaces=False)
+                                   unk_token="[UNK]", clean_up_tokenization_spaces=False, chat_template=CHAT_TEMPLATE)
+
+
+def _runs_pattern(entries: list[str]) -> str:
+    """A regex whose matches are the pieces of ``unknown_runs``: an entry as a whole token (the
+    `Whitespace` pre-tokenizer's tokens: `\\w+` or `[^\\w\\s]+`), or a maximal run of tokens none of
+    which is an entry, spaces between them included."""
+    import re
+
+    def alt(ws: list[str]) -> str:
+        return "|".join(re.escape(w) for w in sorted(ws, key=len, reverse=True)) or r"(?!)"
+
+    word = [w for w in entries if re.fullmatch(r"\w+", w)]
+    punct = [w for w in entries if re.fullmatch(r"[^\w\s]+", w)]
+    known = rf"(?:(?<!\w)(?:{alt(word)})(?!\w)|(?<![^\w\s])(?:{alt(punct)})(?![^\w\s]))"
+    unknown = rf"(?!{known})(?:\w+|[^\w\s]+)"
+    return rf"{known}|{unknown}(?:\s*{unknown})*"
 
 
 def prepare_model_dir(cfg: RunConfig) -> Path:
@@ -56,7 +88,7 @@ def prepare_model_dir(cfg: RunConfig) -> Path:
     build_tiny_model(tmp, cfg.model.tiny)
     if cfg.model.word_vocab is not None:
         model, _ = load_model(tmp)
-        tok = word_tokenizer(cfg.model.word_vocab)
+        tok = word_tokenizer(cfg.model.word_vocab, unknown_runs=cfg.model.word_unknown_runs)
         model.resize_token_embeddings(len(tok))
         save_model(model, tok, tmp)
     tmp.rename(out)
