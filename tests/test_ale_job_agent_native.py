@@ -103,3 +103,18 @@ def test_agent_native_section_sums_the_rl_steps() -> None:
             {"rollout/episodes": 256.0, "time/step_s": 64.0, "agent_native/tool_calls": 1000.0}]
     assert agent_native_section(rows) == {"episodes": 512, "episodes_per_s": 4.0, "errors": 2, "resampled": 2,
                                           "tool_calls": 1900}
+
+
+def test_the_mode_picks_its_embedded_config_and_seeds() -> None:
+    from ale.config import ConfigError, load_config
+    from ale.job.pipeline import roll_raw
+
+    gem, agent = load_config(None, []).job, load_config(None, ["job.mode=agent_native"]).job
+    assert gem.seeds == [0, 1, 2] and agent.seeds == [0]
+    assert roll_raw(gem)["rollout"].get("mode", "gem") == "gem"
+    raw = roll_raw(agent)
+    assert raw["rollout"]["mode"] == "agent_native" and raw["model"]["word_unknown_runs"] is True
+    assert load_config(None, ["job.mode=agent_native", "job.seeds=[3]"]).job.seeds == [3]
+    # The agent-native config is validated up front too (its tasks and addresses come at run time).
+    with pytest.raises(ConfigError, match="rollout.max_new_tokenz"):
+        load_config(None, ["job.mode=agent_native", "job.roll.rollout.max_new_tokenz=3"])

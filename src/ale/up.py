@@ -293,6 +293,11 @@ def _run_stack(run_dir: Path, cfg: UpConfig, stack: Stack, report: dict[str, Any
             report["restarts"] = dict(watchdog.restarts)
             console.print(render_funnel(job["filter"]))
             console.print(render_table(report))
+            if "agent_native" in job:
+                an = job["agent_native"]
+                console.print(f"agent-native RL: {an['episodes']} episodes in sandboxes at {an['episodes_per_s']}/s, "
+                              f"{an['tool_calls']} tool calls ({an['tool_call_overhead_p50_ms']} ms over a local "
+                              f"subprocess, p50), {an['errors']} errors, {an['resampled']} resampled")
             if "stack_vs_inprocess" in job:
                 console.print(f"RL episodes/s through the stack vs in one process: {job['stack_vs_inprocess']}")
             verdict = "[green]RL beats SFT beyond the 95% intervals[/green]" if job["rl_beats_sft"] else \
