@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,21 @@ job:
 """
 
 
+def start_up(cfg: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`ale up -c cfg` in the background, its output piped."""
+    return subprocess.Popen([*ALE, "up", "-c", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env)
+
+
+def wait_while_up(proc: subprocess.Popen[str], ready: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll ``ready`` until true; fail with ``what`` after ``timeout_s`` or with the output if `ale up` ended."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
 def stack_pids(run_dir: Path) -> dict[str, int]:
     return {s["name"]: s["pid"] for s in json.loads((run_dir / "stack.json").read_text())["services"]}
 
@@ -147,21 +163,14 @@ def test_killing_the_worker_mid_rl_loses_only_episodes(ale_env: dict[str, str], 
     during RL. The watchdog restarts it, the lost episodes are resampled and counted, the run ends."""
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(TINY_JOB % {"iterations": 8})
-    proc = subprocess.Popen([*ALE, "up", "-c", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=ale_env)
+    proc = start_up(cfg, ale_env)
     try:
-        deadline = time.monotonic() + 400
-        metrics = None
-        while time.monotonic() < deadline:
-            latest = runs_root / "latest"
-            if latest.exists():
-                metrics = latest.resolve() / "train" / "seed-0" / "metrics.jsonl"
-                if metrics.exists() and any('"step": 2' in line for line in metrics.read_text().splitlines()):
-                    break
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            time.sleep(0.2)
-        else:
-            raise AssertionError("RL never reached step 2")
+        def at_step_2() -> bool:
+            metrics = runs_root / "latest" / "train" / "seed-0" / "metrics.jsonl"
+            return metrics.exists() and any('"step": 2' in line for line in metrics.read_text().splitlines())
+
+        wait_while_up(proc, at_step_2, 400, "RL never reached step 2")
+        metrics = runs_root.joinpath("latest").resolve() / "train" / "seed-0" / "metrics.jsonl"
         run_dir = (runs_root / "latest").resolve()
         worker = stack_pids(run_dir)["worker"]
         os.killpg(worker, signal.SIGKILL)
@@ -215,7 +224,8 @@ def test_up_runs_the_agent_native_job_in_sandboxes_and_leaves_nothing(ale_env: d
     assert len(demos) == f["kept"]
     assert all(d["reward"] == 1.0 and d["metadata"]["success"] and len(d["turns"]) >= 2 for d in demos)
     first = demos[0]["turns"][0]
-    assert len(first["prompt_ids"]) > 100 and len(first["completion_ids"]) == 8  # 7-token tool call + end
+    # The agent's prose is a few [UNK] runs (model.word_unknown_runs); a tool call is 7 tokens + the end.
+    assert 20 < len(first["prompt_ids"]) < 80 and len(first["completion_ids"]) == 8
     for stage in ("untrained", "sft", "rl"):
         st = report["stages"][stage]
         assert st["episodes"] == 12 and st["errors"] == 0, st
@@ -235,18 +245,10 @@ def test_sigterm_stops_up_and_every_service_it_started(ale_env: dict[str, str], 
     sessions, and before this the trainer and the ModelProxy outlived a terminated `ale up`."""
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(TINY_JOB % {"iterations": 50})
-    proc = subprocess.Popen([*ALE, "up", "-c", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=ale_env)
+    proc = start_up(cfg, ale_env)
     try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            latest = runs_root / "latest"
-            if latest.exists() and (latest.resolve() / "data").exists():  # every service is up; the job runs
-                break
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            time.sleep(0.2)
-        else:
-            raise AssertionError("the job never started")
+        # The job's data directory exists once every service is up and the job has started.
+        wait_while_up(proc, lambda: (runs_root / "latest" / "data").exists(), 300, "the job never started")
         run_dir = (runs_root / "latest").resolve()
         pids = stack_pids(run_dir)
         assert set(pids) == {"admin", "worker", "inference", "model-proxy", "trainer"}
@@ -258,6 +260,6 @@ def test_sigterm_stops_up_and_every_service_it_started(ale_env: dict[str, str], 
             proc.wait(30)
     assert proc.returncode == 130 and "interrupted" in out, out[-3000:]
     alive = {name: pid for name, pid in pids.items() if Path(f"/proc/{pid}").exists()}
-    assert alive == {}, alive
+    assert alive == {}, alive  # not even a zombie: `ale up` reaped what it started
     assert processes_mentioning(str(run_dir)) == []
     assert mounts_mentioning(str(run_dir)) == []

@@ -66,7 +66,7 @@ class JobConfig(BaseModel):
     """Agent-native mode: training locks written for RL (start state k plays lock k mod this)."""
     seeds: list[int] = Field(default_factory=list, max_length=16)
     """Training seeds; each runs SFT + RL from the same initial model, and held-out success pools them
-    (empty: [0, 1, 2] in GEM mode, [0] agent-native, where one seed takes ~40 minutes here)."""
+    (empty: [0, 1, 2] in GEM mode, [0] agent-native, where one seed takes ~29 minutes here)."""
     synthesis: SynthesisConfig = Field(default_factory=SynthesisConfig)
     """The teacher's episodes."""
     roll: dict[str, Any] = Field(default_factory=dict)
@@ -77,7 +77,7 @@ class JobConfig(BaseModel):
     """RL steps run in one process without services to measure `stack_vs_inprocess` (0 = skip)."""
     job_timeout_s: float = Field(default=5400.0, gt=0)
     """Limit of one training job on the TrainerService (a GEM seed takes ~3 min here; an agent-native
-    seed of the embedded config ~33 min on 2 cores)."""
+    seed of the embedded config ~28 min on 2 cores)."""
 
 
     @model_validator(mode="after")

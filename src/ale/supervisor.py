@@ -147,10 +147,25 @@ class Stack:
             while pid_alive(s.pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
             _signal_group(s.pid, signal.SIGKILL)
+            _reap(s.pid, 5.0)
             stopped.append(s.name)
         self.services.clear()
         self._save()
         return stopped
+
+
+def _reap(pid: int, timeout_s: float) -> None:
+    """Wait (bounded) for our own child ``pid`` to end after a SIGKILL, so no zombie of it outlives
+    `ale up` (where PID 1 does not reap orphans, a zombie stays in /proc)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child (`ale down` from another process), or reaped
+            return
+        if done:
+            return
+        time.sleep(0.02)
 
 
 def _signal_group(pid: int, sig: int) -> None:
