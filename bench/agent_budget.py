@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rollout as _r  # noqa: E402  (bench/rollout.py: the scripted engine, the ChatML template, the episode loop)
 
-_CALL = '<tool_call>\n{"name": "shell", "arguments": {"command": "python3 lock.py GUESS"}}\n</tool_call>'
+from ale.job.lock_engine import CALL as _CALL  # noqa: E402  (the lock policy's tool call)
 
 
 class GuessingEngine(_r.ScriptedEngine):

@@ -114,6 +114,8 @@ def test_the_mode_picks_its_embedded_config_and_seeds() -> None:
     assert roll_raw(gem)["rollout"].get("mode", "gem") == "gem"
     raw = roll_raw(agent)
     assert raw["rollout"]["mode"] == "agent_native" and raw["model"]["word_unknown_runs"] is True
+    # The policy's vocabulary is the teacher's: the demos' words are the words the policy can say.
+    assert raw["model"]["word_vocab"] == lock_vocab()
     assert load_config(None, ["job.mode=agent_native", "job.seeds=[3]"]).job.seeds == [3]
     # The agent-native config is validated up front too (its tasks and addresses come at run time).
     with pytest.raises(ConfigError, match="rollout.max_new_tokenz"):

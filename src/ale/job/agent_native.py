@@ -96,7 +96,8 @@ class AgentNativeJob:
             provider=SdkProvider(self.ep.admin_address, self.ep.api_key), proxy=proxy,
             inference_target=f"127.0.0.1:{port}", params=SamplingParams(max_tokens=16, temperature=0.0),
             max_calls=int(agent_cfg.get("max_calls", 0)), agent_budget_s=agent_cfg.get("budget_s"),
-            setup_timeout_s=60, verify_timeout_s=30)
+            setup_timeout_s=float(agent_cfg.get("setup_timeout_s", 120)),
+            verify_timeout_s=float(agent_cfg.get("verify_timeout_s", 120)))
         self.progress.stage("synthesis (the teacher as an agent in sandboxes, through the ModelProxy)", len(tasks))
         t0 = time.monotonic()
         done = [0]
