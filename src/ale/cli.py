@@ -166,23 +166,18 @@ def eval_(
                       f"{getattr(r, 'task', '')}: {ok} ({getattr(r, 'turns', 0)} turns, "
                       f"{getattr(r, 'duration_s', 0.0):.1f}s){err}")  # fmt: skip
 
-    import signal
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    from ale.interrupts import sigterm_interrupts
 
     # SIGTERM unwinds like Ctrl-C, so the admin, worker and sandboxes started for the run are stopped.
-    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
-        summary = run_eval(cfg, progress)
+        with sigterm_interrupts():
+            summary = run_eval(cfg, progress)
     except (ValueError, StackError) as e:
         console.print(f"[red]ale eval:[/] {e}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         console.print("[red]ale eval: interrupted[/]; services stopped, partial trajectories kept")
         raise typer.Exit(130) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     console.print(render_table(summary))
     console.print(f"{summary_line(summary)}; {summary['runs']} run(s) in {summary['wall_s']:.0f}s; "
                   f"results: {summary['out_dir']}")  # fmt: skip

@@ -11,9 +11,7 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -24,6 +22,7 @@ from ale_proto.config import write_private
 from ale_proto.serving import free_port
 
 from ale.config import ConfigError, UpConfig, load_config
+from ale.interrupts import sigterm_interrupts
 from ale.supervisor import HealthTimeout, ServiceSpec, Stack, Watchdog
 
 T = TypeVar("T")
@@ -224,27 +223,8 @@ def run_up(*, config: Path | None, overrides: list[str], run_dir: Path | None, r
     started = time.monotonic()
     stack = Stack(run_dir)
     report: dict[str, Any] = {"run_dir": str(run_dir), "services": {}}
-    with _sigterm_interrupts():
+    with sigterm_interrupts():
         return _run_stack(run_dir, cfg, stack, report, console, started, keep)
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Any:
-    """SIGTERM (a CI timeout, `kill`, systemd) ends `ale up` as Ctrl-C does: the job stops and every
-    service it started is stopped too. The services run in their own sessions (a Ctrl-C meant for
-    `ale up` must not reach them first), so without this they outlived a terminated `ale up`."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_stack(run_dir: Path, cfg: UpConfig, stack: Stack, report: dict[str, Any], console: Any, started: float,
