@@ -95,3 +95,21 @@ def test_the_real_path_substitutes_when_from_is_not_local(monkeypatch: pytest.Mo
     # No EnvHub is asked (the client has no channel): the FROM image is looked up locally only.
     out = envhub_build.prepare_task(task, _client("h:1"), "docker")
     assert out is task and sandbox_spec(out).image == "" and envhub_build._built == {}
+
+
+def test_the_substitution_is_logged_once_per_from_image(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """A generated family (hundreds of tasks, one FROM) says so once, not once per task."""
+    from ale_rock.tasks import environment
+    from ale_rock.tasks.runner import LocalDirRunner
+
+    monkeypatch.setattr(environment, "_logged", set())
+    tasks = [_task(tmp_path, f"fam-{i}", "FROM fam/base:1\nRUN echo hi > x\n") for i in range(3)]
+    tasks.append(_task(tmp_path, "other", "FROM other/base:2\nRUN echo hi > x\n"))
+    with caplog.at_level("WARNING", logger="ale_rock.tasks"):
+        for t in tasks:
+            with LocalDirRunner(tmp_path / "work" / t.id.replace("/", "_")) as runner:
+                environment.apply_environment(t, runner)
+                assert (runner.workdir / "x").read_text() == "hi\n"
+    lines = [r.getMessage() for r in caplog.records if "not built" in r.getMessage()]
+    assert len(lines) == 2 and "FROM fam/base:1" in lines[0] and "FROM other/base:2" in lines[1], lines

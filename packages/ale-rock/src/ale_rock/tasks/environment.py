@@ -94,10 +94,11 @@ def apply_environment(task: Task, runner: TaskRunner) -> None:
         return
     if stage_count(e.dockerfile_steps) > 1:
         raise TaskEnvironmentError("Dockerfile: multi-stage builds cannot be substituted; build the image and set docker_image")
-    if task.id not in _logged:  # once per task and process, not once per episode
-        _logged.add(task.id)
-        log.warning("task %s: FROM %s not built; running on ALE's base image with the Dockerfile's steps applied at setup",
-                    task.id, e.from_image)  # fmt: skip
+    # Once per image and process: a generated family shares one FROM over hundreds of tasks.
+    if e.from_image not in _logged:
+        _logged.add(e.from_image)
+        log.warning("FROM %s not built (first in task %s): its tasks run on ALE's base image with their "
+                    "Dockerfile's steps applied at setup", e.from_image, task.id)  # fmt: skip
     script, steps = substitution_script(task)
     files = {f"{CONTEXT_DIR}/{k}": v for k, v in e.context.items()}
     if files:
