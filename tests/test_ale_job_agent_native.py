@@ -117,6 +117,10 @@ def test_the_mode_picks_its_embedded_config_and_seeds() -> None:
     # The policy's vocabulary is the teacher's: the demos' words are the words the policy can say.
     assert raw["model"]["word_vocab"] == lock_vocab()
     assert load_config(None, ["job.mode=agent_native", "job.seeds=[3]"]).job.seeds == [3]
+    # The teacher's demos: 240 in GEM mode, 480 agent-native, whatever the user sets in either.
+    assert gem.synthesis.episodes == 240 and agent.synthesis.episodes == 480
+    assert load_config(None, ["job.mode=agent_native", "job.synthesis.episodes=240"]).job.synthesis.episodes == 240
+    assert load_config(None, ["job.synthesis.episodes=480"]).job.synthesis.episodes == 480
     # The agent-native config is validated up front too (its tasks and addresses come at run time).
     with pytest.raises(ConfigError, match="rollout.max_new_tokenz"):
         load_config(None, ["job.mode=agent_native", "job.roll.rollout.max_new_tokenz=3"])
