@@ -95,8 +95,9 @@ def apply_environment(task: Task, runner: TaskRunner) -> None:
     if stage_count(e.dockerfile_steps) > 1:
         raise TaskEnvironmentError("Dockerfile: multi-stage builds cannot be substituted; build the image and set docker_image")
     # Once per image and process: a generated family shares one FROM over hundreds of tasks.
-    if e.from_image not in _logged:
-        _logged.add(e.from_image)
+    image = e.from_image or ""
+    if image not in _logged:
+        _logged.add(image)
         log.warning("FROM %s not built (first in task %s): its tasks run on ALE's base image with their "
                     "Dockerfile's steps applied at setup", e.from_image, task.id)  # fmt: skip
     script, steps = substitution_script(task)
