@@ -13,6 +13,7 @@ from ale_rock.envs.games.digit_lock import DigitLock, code_digits
 from ale.job.filtering import STAGES, run_filter
 from ale.job.lock_task import SCRIPT, setup_commands
 from ale.job.pipeline import deep_merge, episode_rate, summarize
+from ale.job.report import render_table
 from ale.job.stats import wilson
 from ale.job.synthesis import Episode
 from ale.job.teacher import LockTeacher, TeacherNoise
@@ -131,6 +132,21 @@ def test_summarize_pools_seeds_and_counts_untrained_once() -> None:
     assert st["rl"]["ci95"][0] <= st["rl"]["success"] <= st["rl"]["ci95"][1]
     assert out["rl_beats_sft"] is True
     assert st["rl"]["tokens"] == 40
+
+
+def test_summarize_gives_no_verdict_when_rl_was_not_run() -> None:
+    # job.roll.iterations=0: SFT is evaluated, RL never is. The report must not say "RL does not
+    # beat SFT" over an RL stage of 0 episodes, and the table must not show its 0.000.
+    rows = [{"step": 0, "eval/success_untrained": 0.0, "eval/success": 0.54, "eval/episodes": 300.0}]
+    out = summarize([{"seed": 0, "rows": rows, "wall_s": 1.0}], eval_episodes=300)
+    assert out["stages"]["rl"]["episodes"] == 0 and out["stages"]["sft"]["episodes"] == 300
+    assert out["rl_beats_sft"] is None
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    console.print(render_table(out))
+    rl_line = next(line for line in console.export_text().splitlines() if line.strip("│ ").startswith("rl"))
+    assert "0.000" not in rl_line and "-" in rl_line
 
 
 def test_episode_rate_skips_the_first_step() -> None:

@@ -280,8 +280,9 @@ def _run_stack(run_dir: Path, cfg: UpConfig, stack: Stack, report: dict[str, Any
                               f"subprocess, p50), {an['errors']} errors, {an['resampled']} resampled")
             if "stack_vs_inprocess" in job:
                 console.print(f"RL episodes/s through the stack vs in one process: {job['stack_vs_inprocess']}")
-            verdict = "[green]RL beats SFT beyond the 95% intervals[/green]" if job["rl_beats_sft"] else \
-                "[yellow]RL does not beat SFT beyond the 95% intervals[/yellow]"
+            verdict = {True: "[green]RL beats SFT beyond the 95% intervals[/green]",
+                       False: "[yellow]RL does not beat SFT beyond the 95% intervals[/yellow]",
+                       None: "[yellow]no verdict: the SFT or RL stage was not evaluated[/yellow]"}[job["rl_beats_sft"]]
             console.print(verdict)
             if job.get("curves_png"):
                 console.print(f"curves: {job['curves_png']}")

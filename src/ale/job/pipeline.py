@@ -239,8 +239,10 @@ def summarize(seeds: list[dict[str, Any]], eval_episodes: int) -> dict[str, Any]
         tokens["rl"] += sum(float(r.get("rollout/tokens", 0)) for r in rows if r.get("step", 0) > 0)
     stages = {name: stage_entry(k, n, errors=e) for name, (k, n, e) in pooled.items()}
     stages["rl"]["tokens"] = int(tokens["rl"])
+    # None when a stage was not evaluated (e.g. `job.roll.iterations=0`): no verdict, not "False".
+    measured = stages["rl"]["episodes"] > 0 and stages["sft"]["episodes"] > 0
     return {"stages": stages, "seeds": per_seed,
-            "rl_beats_sft": stages["rl"]["ci95"][0] > stages["sft"]["ci95"][1]}
+            "rl_beats_sft": stages["rl"]["ci95"][0] > stages["sft"]["ci95"][1] if measured else None}
 
 
 def watch_job(address: str, config_yaml: str, overrides: list[str], progress: Progress,

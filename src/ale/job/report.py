@@ -73,6 +73,9 @@ def render_table(report: dict[str, Any]) -> Any:
         table.add_column(col, justify="right" if col != "stage" else "left")
     for name, st in report.get("stages", {}).items():
         lo, hi = st["ci95"]
+        if not st["episodes"]:  # not evaluated (no RL steps, or every episode errored)
+            table.add_row(name, "-", "-", "0", "-", "-")
+            continue
         table.add_row(name, f"{st['success']:.3f}", f"[{lo:.3f}, {hi:.3f}]", str(st["episodes"]),
                       str(st.get("tokens", "-")), f"{st['time_s']:.0f}" if "time_s" in st else "-")
     return table
