@@ -135,6 +135,7 @@ def test_up_runs_every_stage_of_a_tiny_job_and_leaves_nothing(ale_env: dict[str,
     assert f"report: {run_dir / 'report.json'}" in r.stdout.replace("\n", "")
     report = json.loads((run_dir / "report.json").read_text())
     assert set(report["services"]) == {"admin", "worker", "inference", "model-proxy", "trainer"}
+    assert report["eval_temperature"] == 0.0
     # The funnel only ever shrinks, and what survived became the SFT data.
     counts = list(report["filter"].values())
     assert counts[0] == 16 and all(a >= b for a, b in zip(counts, counts[1:])) and counts[-1] > 0
@@ -217,6 +218,7 @@ def test_up_runs_the_agent_native_job_in_sandboxes_and_leaves_nothing(ale_env: d
     run_dir = (runs_root / "latest").resolve()
     report = json.loads((run_dir / "report.json").read_text())
     assert report["mode"] == "agent_native"
+    assert report["eval_temperature"] == 0.0  # greedy held-out episodes unless the roll config says otherwise
     # The teacher's episodes passed the hidden tests (the lock opened) and became token-exact demos.
     f = report["filter"]
     assert f["episodes"] == 12 and f["errors"] == 0 and 0 < f["kept"] <= 12

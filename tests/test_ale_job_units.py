@@ -161,3 +161,12 @@ def test_deep_merge_leaves_the_base_alone() -> None:
     merged = deep_merge(base, {"rollout": {"batch_size": 32}})
     assert merged == {"rollout": {"batch_size": 32, "group_size": 8}, "iterations": 40}
     assert base["rollout"]["batch_size"] == 256
+
+
+def test_the_table_names_how_held_out_episodes_decoded() -> None:
+    rows = [{"step": 0, "eval/success_untrained": 0.0, "eval/success": 0.2, "eval/episodes": 300.0},
+            {"step": 3, "eval/success": 0.3, "eval/episodes": 300.0}]
+    report = summarize([{"seed": 0, "rows": rows, "wall_s": 1.0}], eval_episodes=300)
+    assert "greedy" in str(render_table(report).title)
+    report["eval_temperature"] = 1.0  # what the jobs set from the roll config's eval.temperature
+    assert "sampled at T=1," in str(render_table(report).title)

@@ -176,6 +176,7 @@ class AgentNativeJob:
         self.progress.log(f"synthesis: {counts}")
         seeds = [self.train_seed(seed, demos, train_dir, heldout_dir) for seed in self.cfg.seeds]
         result = summarize(seeds, int(self.raw.get("eval", {}).get("episodes", 0)))
+        result["eval_temperature"] = float(self.raw.get("eval", {}).get("temperature", 0.0))
         rl_rows = [r for s in seeds for r in s["rows"] if r.get("step", 0) > 0 and "time/step_s" in r]
         result["stages"]["rl"]["time_s"] = round(sum(float(r["time/step_s"]) for r in rl_rows), 1)
         result["mode"] = "agent_native"
@@ -185,7 +186,7 @@ class AgentNativeJob:
         result["agent_native"] = agent_native_section(rl_rows)
         result["agent_native"].update(self.tool_overhead())
         png = plot_job_curves({f"seed {s['seed']}": [r for r in s["rows"] if r.get("step", 0) > 0] for s in seeds},
-                              self.run_dir / "curves.png", result["stages"])
+                              self.run_dir / "curves.png", result["stages"], result["eval_temperature"])
         result["curves_png"] = str(png) if png else None
         return result
 

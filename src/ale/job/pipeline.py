@@ -186,6 +186,7 @@ class DefaultJob:
         inproc = self.inprocess_rate(demos) if self.cfg.compare_steps else None
         seeds = [self.train_seed(seed, demos) for seed in self.cfg.seeds]
         result = summarize(seeds, int(self.raw.get("eval", {}).get("episodes", 0)))
+        result["eval_temperature"] = float(self.raw.get("eval", {}).get("temperature", 0.0))
         result["stages"]["rl"]["time_s"] = round(sum(float(r.get("time/step_s", 0)) for s in seeds
                                                      for r in s["rows"] if r.get("step", 0) > 0), 1)
         result["filter"] = counts
@@ -197,7 +198,7 @@ class DefaultJob:
             if inproc["episodes_per_s"] > 0:
                 result["stack_vs_inprocess"] = round(stack["episodes_per_s"] / inproc["episodes_per_s"], 3)
         png = plot_job_curves({f"seed {s['seed']}": [r for r in s["rows"] if r.get("step", 0) > 0] for s in seeds},
-                              self.run_dir / "curves.png", result["stages"])
+                              self.run_dir / "curves.png", result["stages"], result["eval_temperature"])
         result["curves_png"] = str(png) if png else None
         return result
 

@@ -24,7 +24,7 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
 
 
 def plot_job_curves(runs: dict[str, list[dict[str, Any]]], out: Path,
-                    stages: dict[str, dict[str, Any]] | None = None) -> Path | None:
+                    stages: dict[str, dict[str, Any]] | None = None, eval_temperature: float = 0.0) -> Path | None:
     """Left: success of the RL training batches per step, per seed (raw and a 5-step moving
     average). Right: held-out success per stage with its 95% interval. None without matplotlib."""
     try:
@@ -55,7 +55,7 @@ def plot_job_curves(runs: dict[str, list[dict[str, Any]]], out: Path,
         axes[1].bar(names, heights, yerr=err, capsize=6, color=["C7", "C0", "C2"][: len(names)])
         for k, n in enumerate(names):
             axes[1].text(k, stages[n]["ci95"][1] + 0.005, f"{heights[k]:.3f}", ha="center", va="bottom")
-    axes[1].set_title("held-out success (greedy), 95% interval")
+    axes[1].set_title(f"held-out success ({decoding(eval_temperature)}), 95% interval")
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -64,11 +64,16 @@ def plot_job_curves(runs: dict[str, list[dict[str, Any]]], out: Path,
     return out
 
 
+def decoding(temperature: float) -> str:
+    """How the held-out episodes chose their tokens, for titles."""
+    return "greedy" if not temperature else f"sampled at T={temperature:g}"
+
+
 def render_table(report: dict[str, Any]) -> Any:
     """A rich table: stage × held-out success, 95% CI, episodes, tokens, time."""
     from rich.table import Table
 
-    table = Table(title="held-out success (greedy, distinct held-out locks)")
+    table = Table(title=f"held-out success ({decoding(report.get('eval_temperature', 0.0))}, distinct held-out locks)")
     for col in ("stage", "success", "95% CI", "episodes", "train tokens", "time s"):
         table.add_column(col, justify="right" if col != "stage" else "left")
     for name, st in report.get("stages", {}).items():

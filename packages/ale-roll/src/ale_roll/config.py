@@ -317,10 +317,14 @@ class MetricsConfig(_Section):
 
 
 class EvalConfig(_Section):
-    """Held-out evaluation (greedy)."""
+    """Held-out evaluation (greedy unless `temperature` is set)."""
 
     episodes: int = Field(default=64, ge=0)
     """Evaluation episodes on distinct held-out states."""
+    temperature: float = Field(default=0.0, ge=0.0)
+    """Sampling temperature of the held-out episodes: 0 = greedy (the default). RL optimizes the
+    policy it samples from, which greedy decoding does not always show; a temperature (e.g. the
+    rollout's) measures that policy, one sampled episode per held-out state."""
     every: int = Field(default=0, ge=0)
     """Steps between evaluations during training (0 = only before and after)."""
 

@@ -53,3 +53,28 @@ def test_failed_episodes_are_rerun_and_counted_apart(tmp_path: Path) -> None:
     assert out["eval/success"] == pytest.approx(5 / 9)  # eval-0, 2, 4, 6, 8 of the 9 scored
     assert runner.attempts["eval-3"] == 3 and runner.attempts["eval-0"] == 2
     assert runner.most <= 4  # no more at once than rollout runs (each would hold a sandbox)
+
+
+class RecordingRunner:
+    """Scores every episode; records the sampling each one was asked for."""
+
+    def __init__(self) -> None:
+        self.temperatures: list[float] = []
+
+    async def run(self, *, seed: int | None, initial_state_id: str, params: Any = None, **_: Any) -> Trajectory:
+        self.temperatures.append(params.temperature)
+        return Trajectory(turns=[Turn([1], [2], [0.0], stop_reason=StopReason.STOP)], reward=1.0,
+                          initial_state_id=initial_state_id, seed=seed, metadata={"success": True})
+
+
+@pytest.mark.parametrize(("override", "expected"), [([], 0.0), (["eval.temperature=1.0"], 1.0)])
+def test_held_out_episodes_are_greedy_unless_eval_temperature_is_set(tmp_path: Path, override: list[str],
+                                                                     expected: float) -> None:
+    cfg = load_config(EXAMPLE, [f"output_dir={tmp_path}", "metrics.tensorboard=false", "eval.episodes=6",
+                                "rollout.temperature=0.7", *override])
+    ctl = Controller(cfg)
+    ctl.eval_runner = runner = RecordingRunner()  # type: ignore[assignment]
+    out = asyncio.run(ctl.evaluate())
+    assert out["eval/episodes"] == 6
+    # Never the rollout's temperature: the held-out measurement is chosen on its own.
+    assert runner.temperatures == [expected] * 6

@@ -224,7 +224,8 @@ class Controller:
         return {f"sft/{k.split('/', 1)[-1]}": v for k, v in metrics.items()}
 
     async def evaluate(self, episodes: int | None = None) -> dict[str, float]:
-        """Greedy episodes on held-out seeds: success rate and mean reward over the scored episodes.
+        """Held-out episodes (greedy unless `eval.temperature`): success rate and mean reward over the
+        scored episodes.
 
         An episode the infrastructure spoiled (the runner raised: a lost sandbox, a failed model
         call) is run again on the same held-out state, up to `rollout.max_attempts` times; one that
@@ -234,11 +235,11 @@ class Controller:
             return {}
         if isinstance(self.eval_runner, _NotStarted):  # its episodes would all "fail" quietly below
             await self.eval_runner.run()
-        greedy = SamplingParams(max_tokens=self.cfg.rollout.max_new_tokens, temperature=0.0)
+        params = SamplingParams(max_tokens=self.cfg.rollout.max_new_tokens, temperature=self.cfg.eval.temperature)
         results: list[Any]
         if isinstance(self.eval_runner, EpisodeRunner):  # in-process envs: lock-step batches (see run_batch)
             results = await self.eval_runner.run_batch(
-                [EpisodeSpec(self.cfg.env.eval_seed + i, f"eval-{i}") for i in range(n)], greedy)
+                [EpisodeSpec(self.cfg.env.eval_seed + i, f"eval-{i}") for i in range(n)], params)
         else:
             # As many at once as rollout runs (an agent-native episode holds a sandbox throughout).
             lanes = asyncio.Semaphore(max(1, self.cfg.rollout.episodes_in_flight))
@@ -249,9 +250,9 @@ class Controller:
                     for _ in range(attempts - 1):
                         with contextlib.suppress(Exception):  # spoiled: the same state once more
                             return await self.eval_runner.run(seed=self.cfg.env.eval_seed + i,
-                                                              initial_state_id=f"eval-{i}", params=greedy)
+                                                              initial_state_id=f"eval-{i}", params=params)
                     return await self.eval_runner.run(seed=self.cfg.env.eval_seed + i,
-                                                      initial_state_id=f"eval-{i}", params=greedy)
+                                                      initial_state_id=f"eval-{i}", params=params)
 
             results = list(await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True))
         trajs = [t for t in results if not isinstance(t, BaseException)]
