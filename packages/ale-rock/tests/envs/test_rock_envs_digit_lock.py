@@ -60,6 +60,31 @@ def test_training_seeds_never_draw_heldout_codes_and_eval_seeds_enumerate_them()
     assert env.reset(1_000_000)[1]["split"] == "heldout"
 
 
+def _search_depth(digit: int) -> int:
+    """Guesses the per-digit binary search needs for ``digit`` (1 for the first guess's 4, up to 4)."""
+    lo, hi, depth = 0, 9, 1
+    while (mid := (lo + hi) // 2) != digit:
+        lo, hi = (mid + 1, hi) if digit > mid else (lo, mid - 1)
+        depth += 1
+    return depth
+
+
+@pytest.mark.parametrize("n", [300, 400])
+def test_the_first_n_eval_seeds_are_a_fair_sample_of_the_heldout_half(n: int) -> None:
+    # Held-out seeds used to enumerate the codes in increasing order, so the 300 locks of an
+    # evaluation were codes 0xx-5xx: no first digit above 5, fewer of the 4-guess digits (3, 6, 9)
+    # than the training locks — an easier held-out set than the training distribution.
+    env = DigitLock()
+    _, heldout = split_codes(3, 10)
+    first = [env.reset(1_000_000 + i)[1]["code"] for i in range(n)]
+    assert {c // 100 for c in first} == set(range(10))  # every leading digit
+    deep = sum(_search_depth(c // 100) == 4 for c in first) / n
+    deep_all = sum(_search_depth(c // 100) == 4 for c in heldout) / len(heldout)
+    assert abs(deep - deep_all) < 0.06, (deep, deep_all)
+    assert len(set(first)) == n  # still distinct
+    assert first == [env.reset(1_000_000 + i)[1]["code"] for i in range(n)]  # and fixed
+
+
 @pytest.mark.parametrize("seed", list(itertools.chain(range(0, 60), range(1_000_000, 1_000_060))))
 def test_expert_opens_every_lock_within_four_guesses(seed: int) -> None:
     opened, turns = play_expert(DigitLock(), seed)

@@ -26,6 +26,17 @@ def test_train_and_heldout_never_overlap() -> None:
     assert not set(t) & set(h) and len(t) + len(h) == 1000
 
 
+def test_heldout_instances_follow_the_gem_games_order_and_cover_every_leading_digit() -> None:
+    # The first 300 held-out instances (ale up's evaluation) are a fair sample of the held-out half,
+    # not its 300 lowest codes, and instance i is the GEM game's held-out seed i (one yardstick).
+    from ale_rock.envs.games.digit_lock import DigitLock
+
+    codes = [lock_code(i, Split.HELD_OUT) for i in range(300)]
+    assert {c[0] for c in codes} == set(range(10))
+    env = DigitLock()
+    assert all(int("".join(map(str, c))) == env.reset(1_000_000 + i)[1]["code"] for i, c in enumerate(codes))
+
+
 def test_instance_is_a_harbor_task_that_validates(tmp_path: Path) -> None:
     root = write_lock_task(tmp_path / "t", 12, Split.HELD_OUT, base_image="ale-base-for-test")
     assert {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()} == {

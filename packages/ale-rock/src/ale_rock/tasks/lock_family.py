@@ -12,7 +12,8 @@ the lock was opened within the turns, else 0.
 
 **Train and held-out never overlap, by code, not only by seed**: every code belongs to exactly one
 side of DigitLock's fixed split (``split_codes``), so no held-out lock is ever seen in training
-whatever the seeds. Held-out seed i is the i-th held-out code (seeds ``0 .. n_heldout-1`` are
+whatever the seeds. Held-out seed i is the i-th held-out code in the GEM game's fixed shuffled order
+(``heldout_order``: a fair sample of the half, not its lowest codes; seeds ``0 .. n_heldout-1`` are
 distinct instances: ~500 for 3 digits); a train seed draws a training code.
 
 The code sits in a read-only file in the sandbox (the lock script must read it); an agent that reads
@@ -26,7 +27,7 @@ import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
-from ale_rock.envs.games.digit_lock import code_digits, split_codes
+from ale_rock.envs.games.digit_lock import code_digits, heldout_order, split_codes
 from ale_rock.tasks.models import Split
 
 SCRIPT = r'''import os, sys
@@ -66,10 +67,11 @@ def prompt(digits: int = 3, max_turns: int = 5) -> str:
 
 def lock_code(seed: int, split: Split, digits: int = 3) -> list[int]:
     """The code of instance ``seed`` on ``split`` (held-out: the seed-th held-out code, cycling)."""
-    train, heldout = split_codes(digits, BASE)
     if split == Split.HELD_OUT:
+        heldout = heldout_order(digits, BASE)  # the GEM game's held-out seed order: one yardstick
         code = heldout[seed % len(heldout)]
     else:
+        train = split_codes(digits, BASE)[0]
         code = train[random.Random(f"lock-train-{digits}-{seed}").randrange(len(train))]
     return code_digits(code, digits, BASE)
 

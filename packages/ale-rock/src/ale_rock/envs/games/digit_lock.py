@@ -10,9 +10,11 @@ minutes and a held-out set can have hundreds of distinct start states.
 
 **Held-out split by seed.** Codes are split once, by a fixed pseudo-random rule, into a training
 half and a held-out half. A reset with ``seed < heldout_seed`` draws a training code from the
-seed; ``seed >= heldout_seed`` enumerates the held-out codes in order
-(``seed - heldout_seed`` is the index), so evaluation seeds ``heldout_seed + 0..n-1`` are ``n``
-distinct held-out codes (up to the size of the half) that training never sees.
+seed; ``seed >= heldout_seed`` enumerates the held-out codes in a fixed shuffled order
+(``seed - heldout_seed`` is the index; ``heldout_order``), so evaluation seeds
+``heldout_seed + 0..n-1`` are ``n`` distinct held-out codes (up to the size of the half) that
+training never sees, and a fair sample of the half: enumerated by value, the first 300 were codes
+0xx-5xx only, an easier set than the training locks (fewer digits that take the search 4 guesses).
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ def split_codes(digits: int, base: int) -> tuple[tuple[int, ...], tuple[int, ...
     for code in range(base**digits):
         (heldout if random.Random(f"digit-lock-{code}").random() < 0.5 else train).append(code)
     return tuple(train), tuple(heldout)
+
+
+@cache
+def heldout_order(digits: int, base: int) -> tuple[int, ...]:
+    """The held-out codes in the fixed pseudo-random order held-out seeds enumerate them."""
+    order = list(split_codes(digits, base)[1])
+    random.Random(f"digit-lock-heldout-{digits}-{base}").shuffle(order)
+    return tuple(order)
 
 
 def code_digits(code: int, digits: int, base: int) -> list[int]:
@@ -67,11 +77,12 @@ class DigitLock(Env):
         return super().reset(seed)
 
     def _reset(self) -> tuple[str, dict[str, Any]]:
-        train, heldout = split_codes(self.digits, self.base)
         if self._seed is not None and self._seed >= self.heldout_seed:
+            heldout = heldout_order(self.digits, self.base)
             code = heldout[(self._seed - self.heldout_seed) % len(heldout)]
             split = "heldout"
         else:
+            train = split_codes(self.digits, self.base)[0]
             code = train[self.rng.randrange(len(train))]
             split = "train"
         self.code = code_digits(code, self.digits, self.base)
