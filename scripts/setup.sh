@@ -54,6 +54,12 @@ if ! stamp_ok pip "$H"; then
   echo "$H" > "$STAMPS/pip"
 fi
 
+# --- Bytecode of the editable sources: pip compiles what it installs from wheels, not these, and a
+# process run with PYTHONDONTWRITEBYTECODE (as on these machines) compiles them from source at every
+# start. Cheap when up to date (a header read per file); an edited file's .pyc is ignored, not wrong.
+# Not the built-in task suite: its files are task data, copied into sandboxes and shipped in the wheel.
+$VPY -m compileall -q -x "/tasks/suite/" packages/ale-proto/src packages/ale-rock/src packages/ale-flow/src packages/ale-roll/src src
+
 # --- Third-party wheels for tests/test_dist_install.py, which installs the wheelhouse's packages into
 # fresh venvs with no network (`unshare -n`, `pip install --no-index`): what ale-proto,
 # ale-rock[docker,proxy] and ale-flow pull besides each other (27 wheels, 14 MB; ~6 s). The siblings are

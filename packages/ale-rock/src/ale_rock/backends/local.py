@@ -62,6 +62,7 @@ from ale_rock.backends.limits import (
 from ale_rock.backends.local_bwrap import EGRESS_SOCKET, SANDBOX_UID, BwrapLayout, Launch, launch_argv
 from ale_rock.backends.local_host import (
     bind_nosuid,
+    compile_rocklet_code,
     descendants,
     mount_tmpfs,
     mounts_under,
@@ -175,6 +176,9 @@ class LocalBackend:
         self.stage_dir.chmod(0o755)
         if not reachable(self.stage_dir):
             raise ValueError(f"host_run_dir: {self.stage_dir} must be reachable by every uid (o+x)")
+        if config.python == sys.executable:
+            # Sandboxes boot the Rocklet from this interpreter's code: give them bytecode to load.
+            compile_rocklet_code()
         self._lock = threading.Lock()
         self._boxes: dict[str, _Box] = {}
         self._pool: list[_Box] = []
