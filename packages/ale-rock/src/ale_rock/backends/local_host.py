@@ -87,10 +87,8 @@ def can_lower_oom_score() -> bool:
 
 
 @functools.lru_cache(maxsize=8)
-@functools.cache
 def runtime_paths(python: str) -> list[str]:
-    """Host paths the Rocklet's Python needs, bound read-only at the same place (asked of ``python``
-    once per process: every sandbox start needs them)."""
+    """Host paths the Rocklet's Python needs, bound read-only at the same place."""
     import ale_proto
 
     import ale_rock
