@@ -54,16 +54,31 @@ def test_verifier_pays_only_for_the_opened_lock(tmp_path: Path) -> None:
     task = load_task(root)
     code = " ".join(map(str, lock_code(3, Split.TRAIN)))
     wrong = " ".join(str((int(d) + 1) % 10) for d in code.split())
+    half = " ".join([code.split()[0], *wrong.split()[1:]])  # the first digit right only
+    metrics: dict[str, dict[str, float]] = {}
 
     def play(*guesses: str) -> tuple[float, list[str]]:
         runner = LocalDirRunner(tmp_path / f"w{len(list(tmp_path.iterdir()))}")
         setup_task(task, runner)
         outs = [subprocess.run(["python3", "lock.py", *g.split()], cwd=runner.workdir, capture_output=True,
                                text=True, timeout=10).stdout.strip() for g in guesses]
-        return run_tests(task, runner).reward, outs
+        report = run_tests(task, runner)
+        metrics[" / ".join(guesses)] = report.metrics
+        return report.reward, outs
 
     assert play(code) == (1.0, ["open"])
     reward, outs = play(wrong, code)
     assert reward == 1.0 and outs[1] == "open" and all(w in ("higher", "lower") for w in outs[0].split())
     assert play(wrong, wrong, code) == (0.0, [outs[0], outs[0], "closed: no guesses left"])  # out of turns
     assert play("1 2")[0] == 0.0  # an invalid guess opens nothing
+    assert play(wrong, half)[0] == 0.0
+    assert play()[0] == 0.0  # no guess at all
+    # reward.json: the 0/1 reward (success) and what a trainer may shape its reward with.
+    shape = {"digits": 3.0, "max_turns": 2.0}
+    assert metrics[code] == {"reward": 1.0, "guesses": 1.0, "correct_digits": 3.0, **shape}
+    assert metrics[f"{wrong} / {code}"] == {"reward": 1.0, "guesses": 2.0, "correct_digits": 3.0, **shape}
+    # The third guess was refused and not logged: the last logged guess is the second wrong one.
+    assert metrics[f"{wrong} / {wrong} / {code}"] == {"reward": 0.0, "guesses": 2.0, "correct_digits": 0.0, **shape}
+    assert metrics[f"{wrong} / {half}"] == {"reward": 0.0, "guesses": 2.0, "correct_digits": 1.0, **shape}
+    assert metrics[""] == {"reward": 0.0, "guesses": 0.0, "correct_digits": 0.0, **shape}
+    assert metrics["1 2"]["guesses"] == 1.0 and metrics["1 2"]["reward"] == 0.0

@@ -108,15 +108,21 @@ def _dockerfile(code: list[int], max_turns: int, base_image: str) -> str:
 def _test_sh(code: list[int], max_turns: int) -> str:
     want = " ".join(map(str, code))
     # Opened = the last logged guess is the code, within the turns (lock.py logs nothing once it
-    # refuses, so a guess after the end cannot count).
+    # refuses, so a guess after the end cannot count). reward.json's `reward` is that 0/1 (success);
+    # beside it, for a trainer that shapes its reward: guesses made, digits of the last guess that
+    # are right, and the lock's shape.
     return (
         "#!/bin/bash\n"
         f"g={WORKDIR}/.lock/guesses\n"
-        'n=0; if [ -f "$g" ]; then n=$(wc -l < "$g"); fi\n'
-        f'if [ -f {WORKDIR}/.lock/opened ] && [ "$n" -le {max_turns} ] && [ "$(tail -n 1 "$g")" = {shlex.quote(want)} ]; '
+        'n=0; last=""; if [ -f "$g" ]; then n=$(wc -l < "$g"); last=$(tail -n 1 "$g"); fi\n'
+        f'if [ -f {WORKDIR}/.lock/opened ] && [ "$n" -le {max_turns} ] && [ "$last" = {shlex.quote(want)} ]; '
         "then r=1; else r=0; fi\n"
-        'echo "guesses: $n, opened: $r"\n'
+        f"want=({want}); read -r -a got <<< \"$last\"; c=0\n"
+        'for i in "${!want[@]}"; do [ "${got[$i]:-}" = "${want[$i]}" ] && c=$((c+1)); done\n'
+        'echo "guesses: $n, opened: $r, right digits in the last guess: $c"\n'
         "echo $r > /logs/verifier/reward.txt\n"
+        f'printf \'{{"reward": %d, "guesses": %d, "correct_digits": %d, "digits": {len(code)}, "max_turns": {max_turns}}}\\n\' '
+        '"$r" "$n" "$c" > /logs/verifier/reward.json\n'
     )
 
 
