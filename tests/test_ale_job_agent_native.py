@@ -124,3 +124,21 @@ def test_the_mode_picks_its_embedded_config_and_seeds() -> None:
     # The agent-native config is validated up front too (its tasks and addresses come at run time).
     with pytest.raises(ConfigError, match="rollout.max_new_tokenz"):
         load_config(None, ["job.mode=agent_native", "job.roll.rollout.max_new_tokenz=3"])
+
+
+def test_resampling_takes_the_synthesis_demos_as_its_experts(tmp_path: Path) -> None:
+    from ale.config import load_config
+    from ale.job.agent_native import AgentNativeJob
+    from ale.job.pipeline import Endpoints
+
+    def overrides(*extra: str) -> list[str]:
+        job = load_config(None, ["job.mode=agent_native", *extra]).job  # validated up front
+        ep = Endpoints("127.0.0.1:1", "", "", "", "", "", "127.0.0.1:2")
+        return AgentNativeJob(tmp_path, job, ep, tmp_path, None).overrides(  # type: ignore[arg-type]
+            0, tmp_path / "out", tmp_path / "demos.jsonl", tmp_path / "train", tmp_path / "heldout")
+
+    assert not any(o.startswith("algorithm.resampling") for o in overrides())
+    on = overrides("job.roll.algorithm.resampling.enabled=true")
+    assert f"algorithm.resampling.expert_data={tmp_path / 'demos.jsonl'}" in on
+    own = overrides("job.roll.algorithm.resampling.enabled=true", "job.roll.algorithm.resampling.expert_data=/x.jsonl")
+    assert not any(o.startswith("algorithm.resampling") for o in own)  # the user's own experts stay

@@ -152,8 +152,10 @@ def check_roll_config(job: JobConfig) -> None:
     layers: list[Layer] = [("defaults", {"config_dir": str(config_dir)}), first, ("job.roll", job.roll)]
     if job.mode == "agent_native":
         # What the pipeline fills in from the running stack (the tasks it writes, the Admin).
+        # Resampling's experts default to the synthesis demos (`ale.job.agent_native`).
         layers.insert(1, ("the running stack", {"agent": {"tasks": ["<written at run time>"],
-                                                          "sandbox_address": "127.0.0.1:0"}}))
+                                                          "sandbox_address": "127.0.0.1:0"},
+                                                "algorithm": {"resampling": {"expert_data": "<demos>"}}}))
     load_layers(RunConfig, layers, default=first[0])
 
 

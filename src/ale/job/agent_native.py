@@ -141,6 +141,10 @@ class AgentNativeJob:
              f"agent.sandbox_address={self.ep.admin_address}", f"agent.proxy_address={self.ep.proxy_address}"]
         if self.ep.api_key:
             o.append(f"agent.sandbox_api_key={self.ep.api_key}")
+        resampling = self.raw.get("algorithm", {}).get("resampling", {})
+        if resampling.get("enabled") and not resampling.get("expert_data"):
+            # Chunk-level resampling replays the teacher's episodes: the demos are its experts.
+            o.append(f"algorithm.resampling.expert_data={demos}")
         return o
 
     def train_seed(self, seed: int, demos: Path, train_dir: Path, heldout_dir: Path) -> dict[str, Any]:

@@ -129,7 +129,7 @@ class RolloutConfig(_Section):
 
 
 class ResamplingConfig(_Section):
-    """Chunk-level initialized resampling (Eq. 10; `algorithms/resampling.py`), GEM mode only.
+    """Chunk-level initialized resampling (Eq. 10; `algorithms/resampling.py`).
 
     For a state with an expert trajectory τ* (from `expert_data`), the trainer searches τ*'s crucial
     fork f (rollouts that prefill the first j expert chunks and sample the rest), then plays the
@@ -138,10 +138,12 @@ class ResamplingConfig(_Section):
     adds the imitation term λ_IL · L_IL on τ*'s chunks ≤ f to that step's gradient."""
 
     enabled: bool = False
-    """Turn resampling on (needs `expert_data`; refused in agent-native mode)."""
+    """Turn resampling on (needs `expert_data`; in agent-native mode, `agent.kind=flow`)."""
     expert_data: str | None = None
     """JSONL of expert trajectories or demos ({"seed", "actions"}), relative to the config; a state
-    is resampled when an expert for its seed is there (other states play normally)."""
+    is resampled when an expert for its seed is there (other states play normally). Agent-native
+    mode: trajectories of agent-native episodes (`ale up`'s `data/demos.jsonl`), matched by task;
+    the agent replays an expert's recorded replies, their tool calls running in the fresh sandbox."""
     search: Literal["sequential", "parallel"] = "sequential"
     """Fork search: `sequential` rollback (prefix K−1 down to 0, the latest fork) or `parallel`
     initialization (random anchors at once, then refinement)."""
@@ -463,12 +465,11 @@ class RunConfig(_Section):
 
     @model_validator(mode="after")
     def _resampling(self) -> RunConfig:
-        if self.algorithm.resampling.enabled and self.rollout.mode == "agent_native":
+        if self.algorithm.resampling.enabled and self.rollout.mode == "agent_native" and self.agent.kind != "flow":
             raise ValueError(
-                "algorithm.resampling: chunk-level resampling needs to restart an episode from a mid-episode "
-                "state (replay the expert's first chunks, then sample); agent-native rollout runs an agent "
-                "on a sandbox task with no such state to roll back to, so use rollout.mode=gem "
-                "(or disable algorithm.resampling.enabled)")
+                "algorithm.resampling: in agent-native mode an episode restarts from an expert's first chunks by "
+                "having the agent replay the expert's replies, which only ale-flow's loop in the trainer "
+                "(agent.kind=flow) can do; an agent.kind=command agent is a process we do not drive")
         return self
 
     @model_validator(mode="after")

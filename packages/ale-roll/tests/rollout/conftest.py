@@ -93,6 +93,33 @@ class ScriptedEngine:
         return WeightUpdate(version, "", 0)
 
 
+class SyncedEngine:
+    """A scripted engine loading weights the way a real one reports them (fingerprinted), so a
+    Controller's verified WeightSync accepts it."""
+
+    def __init__(self, scripted: ScriptedEngine) -> None:
+        self.scripted = scripted
+        self.loads: list[int] = []
+
+    @property
+    def policy_version(self) -> int:
+        return int(self.scripted.version)
+
+    def generate(self, prompts: Any, params: SamplingParams, request_ids: Any = None) -> list[Generation]:
+        return list(self.scripted.generate(prompts, params, request_ids))
+
+    def abort(self, request_id: str) -> bool:
+        return False
+
+    def update_weights(self, weights: Any, version: int) -> WeightUpdate:
+        from ale_roll.engines.weight_sync import fingerprint, read_weight_source
+
+        tensors = read_weight_source(weights)
+        self.scripted.version = version
+        self.loads.append(version)
+        return WeightUpdate(version, fingerprint(tensors), len(tensors))
+
+
 def solving_policy(solve_command: str) -> Callable[[str], str]:
     """Call the shell once (the reference solution on the sales task, `ls` elsewhere), then finish."""
 
@@ -116,6 +143,21 @@ class Stack:
     def scripted(self, policy: Callable[[str], str]) -> ScriptedEngine:
         """Another scripted engine with this stack's tokenizer (for in-process generation)."""
         return ScriptedEngine(self.tokenizer, policy)
+
+    def trainable_policy(self, tmp: Path, policy: Callable[[str], str] | None = None) -> Any:
+        """A tiny real train engine over this stack's tokenizer; generation is a scripted engine
+        (``policy``, default the stack engine's) behind a :class:`SyncedEngine`."""
+        from ale_roll.engines.torch_engine import OptimConfig, TorchTrainEngine
+        from ale_roll.models import build_tiny_model, load_model
+        from ale_roll.trainer.setup import Policy
+
+        model_dir = build_tiny_model(tmp / "model", vocab_size=512, hidden_size=64, num_layers=1, num_heads=2,
+                                     num_kv_heads=1, head_dim=32, intermediate_size=64,
+                                     max_position_embeddings=16384)
+        model, _ = load_model(model_dir)
+        assert model.get_input_embeddings().num_embeddings >= len(self.tokenizer)
+        return Policy(model_dir, self.tokenizer, TorchTrainEngine(model, OptimConfig(lr=1e-3)),
+                      SyncedEngine(self.scripted(policy or self.engine.policy)))
 
     def provider(self, allow: tuple[str, ...] = ()) -> Any:
         from ale_rock.envs.sandbox import SdkProvider

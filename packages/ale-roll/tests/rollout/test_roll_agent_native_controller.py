@@ -16,53 +16,11 @@ from typing import Any
 
 import pytest
 from ale_roll.config import ConfigError, build_config
-from ale_roll.engines.base import Generation, SamplingParams, WeightUpdate
 
 pytest.importorskip("ale_rock.proxy", reason="ale-rock is not installed")
 pytest.importorskip("ale_flow", reason="ale-flow is not installed")
 
 TRAIN_TASKS = ["csv-sales-rollup", "dedupe-contacts"]  # the scripted policy solves the first only
-
-
-class SyncedEngine:
-    """The stack's scripted engine, loading weights the way a real one reports them (fingerprinted),
-    so the controller's verified WeightSync accepts it."""
-
-    def __init__(self, scripted: Any) -> None:
-        self.scripted = scripted
-        self.loads: list[int] = []
-
-    @property
-    def policy_version(self) -> int:
-        return int(self.scripted.version)
-
-    def generate(self, prompts: Any, params: SamplingParams, request_ids: Any = None) -> list[Generation]:
-        return list(self.scripted.generate(prompts, params, request_ids))
-
-    def abort(self, request_id: str) -> bool:
-        return False
-
-    def update_weights(self, weights: Any, version: int) -> WeightUpdate:
-        from ale_roll.engines.weight_sync import fingerprint, read_weight_source
-
-        tensors = read_weight_source(weights)
-        self.scripted.version = version
-        self.loads.append(version)
-        return WeightUpdate(version, fingerprint(tensors), len(tensors))
-
-
-def _policy(stack: Any, tmp: Path) -> Any:
-    """A tiny real train engine over the stack's tokenizer; generation is the scripted engine."""
-    from ale_roll.engines.torch_engine import OptimConfig, TorchTrainEngine
-    from ale_roll.models import build_tiny_model, load_model
-    from ale_roll.trainer.setup import Policy
-
-    model_dir = build_tiny_model(tmp / "model", vocab_size=512, hidden_size=64, num_layers=1, num_heads=2,
-                                 num_kv_heads=1, head_dim=32, intermediate_size=64, max_position_embeddings=16384)
-    model, _ = load_model(model_dir)
-    assert model.get_input_embeddings().num_embeddings >= len(stack.tokenizer)
-    return Policy(model_dir, stack.tokenizer, TorchTrainEngine(model, OptimConfig(lr=1e-3)),
-                  SyncedEngine(stack.scripted(stack.engine.policy)))
 
 
 def _raw(stack: Any, out: Path, model_dir: Path, **agent: Any) -> dict[str, Any]:
@@ -101,8 +59,8 @@ def test_controller_trains_on_agent_native_episodes(agent_stack: Any, tmp_path: 
     from ale_roll.trainer.controller import Controller
 
     stack = agent_stack
-    policy = _policy(stack, tmp_path)
-    engine: SyncedEngine = policy.inference
+    policy = stack.trainable_policy(tmp_path)
+    engine = policy.inference
     cfg = build_config(_raw(stack, tmp_path / "run", policy.model_dir))
     batches: list[list[Any]] = []
     real_train_step = controller_mod.train_step
@@ -164,7 +122,7 @@ def test_evaluate_only_runs_the_held_out_tasks(agent_stack: Any, tmp_path: Path)
     """`ale-roll eval` in agent-native mode: held-out tasks through the same services (then stopped)."""
     from ale_roll.trainer.controller import Controller
 
-    policy = _policy(agent_stack, tmp_path)
+    policy = agent_stack.trainable_policy(tmp_path)
     cfg = build_config(_raw(agent_stack, tmp_path / "run", policy.model_dir, eval_tasks=["dedupe-contacts"]),
                        ["eval.episodes=2"])
     ctl = Controller(cfg, policy=policy)
@@ -178,7 +136,7 @@ def test_evaluate_only_runs_the_held_out_tasks(agent_stack: Any, tmp_path: Path)
 def test_agent_native_outside_its_services_fails_loudly(agent_stack: Any, tmp_path: Path) -> None:
     from ale_roll.trainer.controller import Controller
 
-    policy = _policy(agent_stack, tmp_path)
+    policy = agent_stack.trainable_policy(tmp_path)
     ctl = Controller(build_config(_raw(agent_stack, tmp_path / "run", policy.model_dir)), policy=policy)
     with pytest.raises(RuntimeError, match="rollout_services"):
         asyncio.run(ctl.evaluate(1))

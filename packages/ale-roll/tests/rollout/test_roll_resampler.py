@@ -105,8 +105,10 @@ def test_an_episode_from_the_fork_replays_the_expert_prefix(lock_dir: Path) -> N
 
 
 def test_config_refuses_resampling_where_it_cannot_roll_back(lock_dir: Path) -> None:
-    with pytest.raises(ConfigError, match="agent-native rollout runs an agent"):
-        load_config(lock_dir / "lock.yaml", ["rollout.mode=agent_native", "agent.tasks=[t]",
-                                             "agent.sandbox_address=localhost:1"])
+    agent_native = ["rollout.mode=agent_native", "agent.tasks=[t]", "agent.sandbox_address=localhost:1"]
+    # ale-flow's loop in the trainer replays an expert's replies; a command agent cannot be driven so.
+    assert load_config(lock_dir / "lock.yaml", agent_native).algorithm.resampling.enabled
+    with pytest.raises(ConfigError, match=r"only ale-flow's loop .*agent\.kind=flow"):
+        load_config(lock_dir / "lock.yaml", [*agent_native, "agent.kind=command", "agent.command=my-agent"])
     with pytest.raises(ConfigError, match="needs algorithm.resampling.expert_data"):
         load_config(lock_dir / "lock.yaml", ["algorithm.resampling.expert_data=null"])

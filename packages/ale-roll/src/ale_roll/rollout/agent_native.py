@@ -149,16 +149,43 @@ class AgentNativeTimes(EpisodeTimes):
         return out
 
 
+def assistant_messages(records: Sequence[Any]) -> list[dict[str, Any]]:
+    """The reply of every call (``content`` and ``tool_calls`` of the proxy's OpenAI response), in
+    call order: what an agent replays to restart from this episode's first chunks (resampling)."""
+    out = []
+    for rec in sorted(records, key=lambda r: r.index):
+        choices = (rec.response or {}).get("choices") or [{}]
+        msg = choices[0].get("message") or {}
+        out.append({"content": msg.get("content"), "tool_calls": list(msg.get("tool_calls") or [])})
+    return out
+
+
+def prefix_replies(expert: Trajectory, chunks: int) -> list[dict[str, Any]]:
+    """The assistant messages of ``expert``'s first ``chunks`` interaction chunks (ValueError when the
+    trajectory has no ``assistant_messages`` for its turns, or the prefix would be all of it)."""
+    messages = expert.metadata.get("assistant_messages")
+    if not isinstance(messages, list) or len(messages) != len(expert.turns):
+        raise ValueError(f"expert {expert.metadata.get('task_id', expert.seed)!r}: agent-native resampling needs "
+                         "metadata.assistant_messages, one per turn (trajectories of an agent-native runner)")
+    if not 0 <= chunks < expert.num_chunks:
+        raise ValueError(f"an expert prefix of {chunks} chunks leaves nothing to resample (K={expert.num_chunks})")
+    chunk_of = expert.chunk_of_turn()
+    return [m for m, c in zip(messages, chunk_of, strict=True) if c < chunks]
+
+
 @dataclass
 class _Launcher:
-    """An ale-roll :class:`AgentLauncher` as ale-rock's episode ``Agent`` (the sampling params added)."""
+    """An ale-roll :class:`AgentLauncher` as ale-rock's episode ``Agent`` (the sampling params and
+    any replayed prefix added)."""
 
     launcher: AgentLauncher
     params: SamplingParams
+    prefill: tuple[dict[str, Any], ...] = ()
 
     def run(self, ctx: Any, cancel: Any) -> Any:
         return self.launcher.run(AgentContext(ctx.provider, ctx.sandbox_id, ctx.prompt, ctx.base_url, ctx.api_key,
-                                              ctx.model, ctx.budget_s, self.params), cancel)  # an ale-rock AgentRun
+                                              ctx.model, ctx.budget_s, self.params, self.prefill),
+                                 cancel)  # an ale-rock AgentRun
 
 
 @dataclass
@@ -204,20 +231,32 @@ class AgentNativeRunner:
                                records_s=self.proxy_timeout_s, verify_s=self.verify_timeout_s,
                                cleanup_s=self.cleanup_timeout_s)
 
+    def task_for(self, seed: int | None) -> Any:
+        """The task initial state ``seed`` plays."""
+        return (self.task_of or _task_of_seed(self.tasks))(seed)
+
     async def run(self, *, seed: int | None, initial_state_id: str, group_id: str = "",
-                  episode_id: str | None = None, params: SamplingParams | None = None) -> Trajectory:
-        """Run one episode and return its trajectory; raises :class:`AgentEpisodeError` on an error."""
+                  episode_id: str | None = None, params: SamplingParams | None = None,
+                  prefix: Trajectory | None = None, prefix_chunks: int = 0) -> Trajectory:
+        """Run one episode and return its trajectory; raises :class:`AgentEpisodeError` on an error.
+
+        With ``prefix`` (an expert episode on the same task, from an agent-native runner) the agent
+        first replays the replies of its first ``prefix_chunks`` chunks — their tool calls run in
+        this episode's fresh sandbox, so a deterministic task is where the expert left it — and the
+        policy plays on from there (chunk-level resampling). The replayed replies never reach the
+        proxy: they are context in the first recorded prompt, not trained on."""
         from ale_rock.episode import arun_episode
 
         params = params or self.params
-        task = (self.task_of or _task_of_seed(self.tasks))(seed)
+        task = self.task_for(seed)
+        prefill = tuple(prefix_replies(prefix, prefix_chunks)) if prefix is not None and prefix_chunks > 0 else ()
         start_version = self.policy_version() if self.policy_version is not None else None
         if initial_state_id in self._errored_states:
             self.times.resampled += 1
         # Resampling reuses the frontier's episode id: every attempt needs its own proxy episode.
         attempt = f"{episode_id or 'ep'}-{uuid.uuid4().hex[:8]}"
         out = await arun_episode(
-            task, _Launcher(self.agent, params), provider=self.provider, proxy=self.proxy, upstream="inference",
+            task, _Launcher(self.agent, params, prefill), provider=self.provider, proxy=self.proxy, upstream="inference",
             target=self.inference_target, model=self.model, max_calls=self.max_calls, budget_s=self.agent_budget_s,
             episode_id=attempt, labels={"ale.state": initial_state_id}, timeouts=self._timeouts(),
             require_token_ids=True)
@@ -244,7 +283,8 @@ class AgentNativeRunner:
         self.times.env += max(0.0, out.wall_s - verify_s - out.model_s)
         self.times.tokens += sum(len(t.completion_ids) for t in turns)
         self.times.tool_calls += sum(t.stop_reason == StopReason.TOOL_CALL for t in turns)
-        info = {"tests": [{"name": t["name"], "passed": t["passed"]} for t in out.tests], "success": out.success}
+        info = {"tests": [{"name": t["name"], "passed": t["passed"]} for t in out.tests], "success": out.success,
+                "metrics": dict(out.metrics)}
         traj = Trajectory(
             turns=turns, initial_state_id=initial_state_id, seed=seed, group_id=group_id,
             policy_version=start_version,
@@ -254,7 +294,10 @@ class AgentNativeRunner:
                       "agent_stop_reason": agent.stop_reason, "calls": len(out.records), "segments": len(starts),
                       "segment_starts": starts, "agent_s": out.phase_s.get("agent", 0.0),
                       "tests_timed_out": out.tests_timed_out, "phase_s": dict(out.phase_s),
+                      "reward_metrics": dict(out.metrics), "assistant_messages": assistant_messages(out.records),
                       "safety_events": len(out.safety_events)})
+        if prefill:
+            traj.metadata["prefilled_chunks"] = prefix_chunks
         if episode_id is not None:
             traj.episode_id = episode_id
         t_reward = time.perf_counter()

@@ -17,8 +17,9 @@ lazily; this module needs ale-rock (``pip install 'ale-roll[agent]'``).
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,6 +47,11 @@ class AgentContext:
     budget_s: float
     params: SamplingParams
     """Sampling the trainer asks for (temperature, max_tokens per call); agents that choose their own may ignore it."""
+    prefill: tuple[Mapping[str, Any], ...] = ()
+    """Assistant messages (OpenAI form: ``content``, ``tool_calls``) the agent takes as its first model
+    replies without calling the model — chunk-level resampling's expert prefix: their tool calls run
+    in the sandbox as the expert's did, and the policy continues from there. Launchers that cannot
+    replay them raise."""
 
 
 class AgentLauncher(Protocol):
@@ -65,6 +71,8 @@ class CommandAgent:
     """Written into the work dir before the command runs (the agent's code, its config)."""
 
     def run(self, ctx: AgentContext, cancel: threading.Event) -> AgentRun:
+        if ctx.prefill:  # the agent is a process we do not drive: its replies cannot be scripted
+            raise ValueError("CommandAgent cannot replay an expert prefix (chunk-level resampling needs agent.kind=flow)")
         # ale-rock's CommandAgent runs it; the sampling params go as ALE_TEMPERATURE / ALE_MAX_TOKENS.
         sampling = {"ALE_TEMPERATURE": str(ctx.params.temperature), "ALE_MAX_TOKENS": str(ctx.params.max_tokens)}
         rock_ctx = rock_agents.AgentContext(ctx.provider, ctx.sandbox_id, ctx.prompt, ctx.base_url, ctx.api_key,
@@ -73,6 +81,43 @@ class CommandAgent:
 
 
 _FLOW_LIMIT_STOPS = {"max_steps", "max_tokens", "max_cost", "time_limit"}
+
+
+def replay_response(message: Mapping[str, Any]) -> Any:
+    """An ale-flow ``ModelResponse`` from an OpenAI assistant message (a proxy record's reply);
+    ValueError when a tool call's arguments are not a JSON object."""
+    from ale_flow.types import ModelResponse, ToolCall
+
+    calls = []
+    for i, tc in enumerate(message.get("tool_calls") or []):
+        fn = tc.get("function") or {}
+        args = fn.get("arguments") or {}
+        if isinstance(args, str):
+            args = json.loads(args or "{}")
+        if not isinstance(args, dict):
+            raise ValueError(f"tool call {i} of a replayed message: arguments are not a JSON object")
+        calls.append(ToolCall(str(tc.get("id") or f"replay_{i}"), str(fn.get("name", "")), args))
+    return ModelResponse(str(message.get("content") or ""), calls, finish_reason="tool_calls" if calls else "stop")
+
+
+class PrefilledModel:
+    """An ale-flow ``Model`` whose first replies are given (``replies``, OpenAI assistant messages),
+    then ``model``'s: the loop executes the given replies' tool calls as if the model had made them.
+    Everything else (``context_window``, ``native_tools``, ``close``) is ``model``'s."""
+
+    def __init__(self, model: Any, replies: Sequence[Mapping[str, Any]]) -> None:
+        self.model = model
+        self.pending = [replay_response(m) for m in replies]
+        self.replayed = 0
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        if self.pending:
+            self.replayed += 1
+            return self.pending.pop(0)
+        return self.model.complete(messages, tools)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
 
 
 @dataclass
@@ -119,7 +164,9 @@ class FlowAgent:
             base_url=ctx.base_url, model=ctx.model, api_key=ctx.api_key, native_tools=settings.model.native_tools,
             temperature=ctx.params.temperature, max_tokens=ctx.params.max_tokens, max_retries=settings.model.max_retries,
             timeout_s=ctx.budget_s, context_window=settings.model.context_window))
-        agent = Agent(model, self._workspace(ctx), settings, record=False, allow_subagents=False)
+        # Replayed expert replies (resampling's prefix) come first; the proxy sees only the policy's calls.
+        loop_model: Any = PrefilledModel(model, ctx.prefill) if ctx.prefill else model
+        agent = Agent(loop_model, self._workspace(ctx), settings, record=False, allow_subagents=False)
         finished = threading.Event()
 
         def watch() -> None:  # the runner gave up on the episode: stop the loop and kill its command

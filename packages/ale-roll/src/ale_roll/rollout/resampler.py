@@ -1,4 +1,4 @@
-"""Chunk-level initialized resampling in training (Eq. 10), for the controller's GEM rollout.
+"""Chunk-level initialized resampling in training (Eq. 10), for the controller's rollout (both modes).
 
 Per rollout group whose state (seed) has an expert trajectory τ* with K chunks:
 1. fork search (once per group, shared by its episodes): rollouts that replay τ*'s first j chunks
@@ -11,6 +11,11 @@ Per rollout group whose state (seed) has an expert trajectory τ* with K chunks:
    the gradient of the step's first update.
 A state without an expert, or whose search finds no fork (the policy does as well alone), is
 played normally. Counters (`resampling/*`) say how often each part fired.
+
+Experts are matched to states by seed in GEM mode; in agent-native mode by task (an expert's
+`metadata.task_id` against the task the state's seed plays: `key_of`), and "replaying" chunks
+means the agent takes the expert's recorded replies as its first ones, their tool calls running in
+the episode's fresh sandbox (`AgentNativeRunner.run(prefix=...)`).
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -33,12 +39,42 @@ from ale_roll.algorithms.resampling import (
 )
 from ale_roll.config import ResamplingConfig
 from ale_roll.engines.base import TrainEngine
-from ale_roll.types import Trajectory, collate, flatten_trajectory
+from ale_roll.rollout.replay import load_trajectories
+from ale_roll.types import Trajectory, collate, flatten_trajectory, is_prefix_consistent
 
 PlayFrom = Callable[..., Awaitable[Trajectory]]
 """runner.run-like: play(seed=, initial_state_id=, group_id=, episode_id=, prefix=, prefix_chunks=)."""
 
 _MAX_GROUPS = 4096  # plans kept for the imitation decision; far more than a batch spans
+_SEARCH_ATTEMPTS = 3
+
+
+def load_agent_experts(path: str | Path) -> list[Trajectory]:
+    """Agent-native experts: a JSONL of ``Trajectory.to_dict`` lines from an agent-native runner (e.g.
+    `ale up`'s ``data/demos.jsonl``), each with ``metadata.task_id``, one ``metadata.assistant_messages``
+    entry per turn (the replies to replay) and one token sequence (prefix-consistent: the imitation
+    term trains on it). ValueError naming the line otherwise; experts that failed their task are skipped."""
+    from ale_roll.rollout.agents import replay_response  # agent-native only: needs ale-rock and ale-flow
+
+    out: list[Trajectory] = []
+    for n, t in enumerate(load_trajectories(path), 1):
+        messages = t.metadata.get("assistant_messages")
+        if not t.metadata.get("task_id"):
+            raise ValueError(f"{path}: expert {n} has no metadata.task_id (agent-native experts are matched by task)")
+        if not isinstance(messages, list) or len(messages) != len(t.turns):
+            raise ValueError(f"{path}: expert {n} ({t.metadata['task_id']}) needs metadata.assistant_messages, one "
+                             "per turn (write experts with an agent-native runner)")
+        for i, m in enumerate(messages):
+            try:
+                replay_response(m)
+            except (ValueError, AttributeError) as e:
+                raise ValueError(f"{path}: expert {n}, reply {i}: {e}") from None
+        if not is_prefix_consistent(t):
+            raise ValueError(f"{path}: expert {n} ({t.metadata['task_id']}) is not one token sequence (its agent "
+                             "rewrote its context), so it cannot be imitated")
+        if t.metadata.get("success", True):
+            out.append(t)
+    return out
 
 
 @dataclass
@@ -57,12 +93,22 @@ class GroupPlan:
 class ChunkResampler:
     """Plans and plays resampled groups, and builds their imitation term (module docstring)."""
 
-    def __init__(self, cfg: ResamplingConfig, experts: Sequence[Trajectory], seed: int = 0) -> None:
+    def __init__(self, cfg: ResamplingConfig, experts: Sequence[Trajectory], seed: int = 0,
+                 expert_key: Callable[[Trajectory], Hashable | None] | None = None,
+                 key_of: Callable[[int], Hashable] | None = None) -> None:
+        """``expert_key`` names the state an expert belongs to (default: its seed) and ``key_of`` the
+        key of a rollout seed (default: the seed itself); agent-native mode passes task ids."""
         self.cfg = cfg
         self.search_cfg = ForkSearchConfig(rollouts_per_anchor=cfg.rollouts_per_anchor, fork_gap=cfg.fork_gap,
                                            num_anchors=cfg.num_anchors, gamma=cfg.gamma, lambda_il=cfg.lambda_il,
                                            seed=seed)
-        self.experts = {int(t.seed): t for t in experts if t.seed is not None and t.num_chunks >= 1}
+        keyed = expert_key or (lambda t: int(t.seed) if t.seed is not None else None)
+        self.experts: dict[Hashable, Trajectory] = {}
+        for t in experts:
+            key = keyed(t)
+            if key is not None and t.num_chunks >= 1:
+                self.experts[key] = t
+        self.key_of: Callable[[int], Hashable] = key_of or (lambda s: s)
         self._rng = random.Random(seed)
         self._plans: OrderedDict[str, asyncio.Task[GroupPlan | None]] = OrderedDict()
         self._done: OrderedDict[str, GroupPlan] = OrderedDict()
@@ -71,15 +117,28 @@ class ChunkResampler:
     def _count(self, key: str, n: float = 1.0) -> None:
         self.counts[key] = self.counts.get(key, 0.0) + n
 
+    def expert_for(self, seed: int | None) -> Trajectory | None:
+        """The expert of the state with this seed, if there is one."""
+        return None if seed is None else self.experts.get(self.key_of(int(seed)))
+
     async def _plan(self, play: PlayFrom, seed: int, state_id: str, group_id: str) -> GroupPlan | None:
-        expert = self.experts.get(seed)
+        expert = self.expert_for(seed)
         if expert is None or self._rng.random() >= self.cfg.fraction:
             return None
 
         async def success_from(j: int) -> bool:
-            traj = await play(seed=seed, initial_state_id=state_id, group_id=f"{group_id}-search",
-                              prefix=expert, prefix_chunks=j)
-            return bool(traj.metadata.get("success"))
+            # A search rollout the infrastructure spoiled (agent-native: a lost sandbox) is played
+            # again, never read as a failure; the third error fails the plan (the group is retried).
+            for attempt in range(_SEARCH_ATTEMPTS):
+                try:
+                    traj = await play(seed=seed, initial_state_id=state_id, group_id=f"{group_id}-search",
+                                      prefix=expert, prefix_chunks=j)
+                    return bool(traj.metadata.get("success"))
+                except Exception:
+                    self._count("resampling/search_errors")
+                    if attempt == _SEARCH_ATTEMPTS - 1:
+                        raise
+            raise AssertionError("unreachable")
 
         search = (asequential_rollback if self.cfg.search == "sequential" else aparallel_initialization)
         result = await search(success_from, expert.num_chunks, self.search_cfg)
@@ -101,14 +160,20 @@ class ChunkResampler:
                    episode_id: str | None) -> Trajectory:
         """One episode of a group: from the group's fork when it has one, else as usual."""
         plan: GroupPlan | None = None
-        if seed is not None and int(seed) in self.experts:
+        if self.expert_for(seed) is not None:
+            assert seed is not None
             task = self._plans.get(group_id)
             if task is None:
                 task = asyncio.get_running_loop().create_task(self._plan(play, int(seed), initial_state_id, group_id))
                 self._plans[group_id] = task
                 while len(self._plans) > _MAX_GROUPS:
                     self._plans.popitem(last=False)
-            plan = await asyncio.shield(task)
+            try:
+                plan = await asyncio.shield(task)
+            except Exception:
+                if self._plans.get(group_id) is task:  # the next attempt of this group plans afresh
+                    del self._plans[group_id]
+                raise
         if plan is None:
             return await play(seed=seed, initial_state_id=initial_state_id, group_id=group_id, episode_id=episode_id)
         traj = await play(seed=seed, initial_state_id=initial_state_id, group_id=group_id, episode_id=episode_id,

@@ -50,7 +50,7 @@ from ale_roll.rollout import (
 )
 from ale_roll.rollout.episode import EpisodeSpec, EpisodeTimes, RewardFn
 from ale_roll.rollout.replay import load_trajectories
-from ale_roll.rollout.resampler import ChunkResampler
+from ale_roll.rollout.resampler import ChunkResampler, load_agent_experts
 from ale_roll.trainer.resources import ResourceManager
 from ale_roll.trainer.setup import Policy, build_policy, configure_compute
 from ale_roll.trainer.sft import sft_steps
@@ -133,17 +133,26 @@ class Controller:
         self.resources = ResourceManager(r.episodes_in_flight, cfg.resources.train_slots, self.scheduler.set_capacity)
         self.sync = WeightSync([self.policy.inference])
         self.resampler: ChunkResampler | None = None
-        """Chunk-level initialized resampling (`algorithm.resampling`, GEM mode; rollout/resampler.py)."""
+        """Chunk-level initialized resampling (`algorithm.resampling`; rollout/resampler.py)."""
         if cfg.algorithm.resampling.enabled:
-            rs = cfg.algorithm.resampling
-            experts = load_trajectories(cfg.resolve(str(rs.expert_data)), self.env_factory, self.fmt)
-            self.resampler = ChunkResampler(rs, experts, seed=cfg.seed)
+            self.resampler = self._resampler()
         if isinstance(self.runner, EpisodeRunner) and self.runner.batchable and self.resampler is None:
             self.scheduler.batch_fn = self._episodes  # in-process envs: a wake-up's episodes play together
         self.on_step = on_step
         self.step = 0
         self.resumed = False
         self.stop_requested = False
+
+    def _resampler(self) -> ChunkResampler:
+        rs, cfg = self.cfg.algorithm.resampling, self.cfg
+        path = cfg.resolve(str(rs.expert_data))
+        if cfg.rollout.mode == "gem":
+            return ChunkResampler(rs, load_trajectories(path, self.env_factory, self.fmt), seed=cfg.seed)
+        # Agent-native: experts are agent episodes (their replies replayable), matched by task; the
+        # task a seed plays is the running AgentNativeRunner's (built in rollout_services).
+        experts = load_agent_experts(path)
+        return ChunkResampler(rs, experts, seed=cfg.seed, expert_key=lambda t: t.metadata.get("task_id"),
+                              key_of=lambda seed: self.runner.task_for(seed).id)  # type: ignore[attr-defined]
 
     @property
     def version(self) -> int:
