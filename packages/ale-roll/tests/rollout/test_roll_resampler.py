@@ -112,3 +112,39 @@ def test_config_refuses_resampling_where_it_cannot_roll_back(lock_dir: Path) -> 
         load_config(lock_dir / "lock.yaml", [*agent_native, "agent.kind=command", "agent.command=my-agent"])
     with pytest.raises(ConfigError, match="needs algorithm.resampling.expert_data"):
         load_config(lock_dir / "lock.yaml", ["algorithm.resampling.expert_data=null"])
+
+
+def test_a_spoiled_search_rollout_is_played_again_not_read_as_a_failure() -> None:
+    # Logic only: a play function standing in for the runner. Chunk j of the two-chunk expert
+    # succeeds from a prefix of 1 (p(1) = 1) and fails from 0 (p(0) = 0): the fork is chunk 1.
+    from ale_roll.config import ResamplingConfig
+    from ale_roll.rollout.resampler import ChunkResampler
+    from ale_roll.types import StopReason, Trajectory, Turn
+
+    expert = Trajectory([Turn([1], [2], [-0.1], stop_reason=StopReason.TOOL_CALL), Turn([], [3], [-0.1])], seed=7)
+    cfg = ResamplingConfig(enabled=True, expert_data="x", rollouts_per_anchor=1)
+    calls: list[tuple[str, int]] = []
+    broken = {"search": 1}  # the first search rollout's sandbox is lost
+
+    async def play(*, seed: int, initial_state_id: str, group_id: str, episode_id: str | None = None,
+                   prefix: Any = None, prefix_chunks: int = 0) -> Trajectory:
+        calls.append((group_id, prefix_chunks))
+        if group_id.endswith("-search") and broken["search"] > 0:
+            broken["search"] -= 1
+            raise RuntimeError("sandbox lost")
+        return Trajectory([Turn([1], [5], [-0.1])], seed=seed, metadata={"success": prefix_chunks >= 1})
+
+    rs = ChunkResampler(cfg, [expert])
+    traj = asyncio.run(rs.play(play, seed=7, initial_state_id="s", group_id="g", episode_id="e"))
+    # Rollback probes j = 1 (spoiled, played again: success), then j = 0 (failure); then the group plays.
+    assert calls == [("g-search", 1), ("g-search", 1), ("g-search", 0), ("g", 0)]
+    assert traj.metadata["resampling_fork"] == 1
+    counts = rs.take_metrics()
+    assert counts["resampling/search_errors"] == 1 and counts["resampling/fired"] == 1
+    # Three spoiled rollouts in a row fail this plan; the group's next attempt searches afresh.
+    broken["search"], calls[:] = 3, []
+    with pytest.raises(RuntimeError, match="sandbox lost"):
+        asyncio.run(rs.play(play, seed=7, initial_state_id="s", group_id="g2", episode_id="e"))
+    assert len(calls) == 3 and "g2" not in rs._plans
+    traj = asyncio.run(rs.play(play, seed=7, initial_state_id="s", group_id="g2", episode_id="e"))
+    assert traj.metadata["resampling_fork"] == 1
