@@ -142,3 +142,12 @@ def test_resampling_takes_the_synthesis_demos_as_its_experts(tmp_path: Path) -> 
     assert f"algorithm.resampling.expert_data={tmp_path / 'demos.jsonl'}" in on
     own = overrides("job.roll.algorithm.resampling.enabled=true", "job.roll.algorithm.resampling.expert_data=/x.jsonl")
     assert not any(o.startswith("algorithm.resampling") for o in own)  # the user's own experts stay
+
+
+def test_the_model_is_prepared_before_the_demos_resampling_needs_exist(tmp_path: Path) -> None:
+    from ale.config import load_config
+    from ale.job.pipeline import prepare_model
+
+    job = load_config(None, ["job.mode=agent_native", "job.roll.algorithm.resampling.enabled=true"]).job
+    model_dir = prepare_model(tmp_path, job)
+    assert (model_dir / "config.json").exists()

@@ -71,8 +71,10 @@ def prepare_model(run_dir: Path, cfg: JobConfig) -> Path:
     from ale_roll.trainer.setup import prepare_model_dir
 
     raw = roll_raw(cfg)
-    # Only the model section matters here; the agent-native job's tasks and addresses do not exist yet.
-    raw = {**raw, "rollout": {**raw.get("rollout", {}), "mode": "gem"}}
+    # Only the model section matters here; the agent-native job's tasks and addresses, and the demos
+    # resampling takes as its experts, do not exist yet.
+    algorithm = {**raw.get("algorithm", {}), "resampling": {"enabled": False}}
+    raw = {**raw, "rollout": {**raw.get("rollout", {}), "mode": "gem"}, "algorithm": algorithm}
     rc = build_config(raw, [f"output_dir={run_dir / 'model'}"], config_dir=Path(cfg.roll_config or ".").parent)
     if rc.model.path is None:
         return prepare_model_dir(rc).resolve()

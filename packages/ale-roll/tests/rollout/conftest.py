@@ -235,3 +235,19 @@ def _agent_stack_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]
     if leaked:
         warnings.warn(f"{request.node.name} left {len(leaked)} sandbox(es) alive (deleted now): "
                       f"{[(s.id, dict(s.labels)) for s in leaked]}", stacklevel=1)
+
+
+@pytest.fixture
+def trained_batches(monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
+    """Every batch a Controller's train step gets, in order (the step itself runs unchanged)."""
+    import ale_roll.trainer.controller as controller_mod
+
+    batches: list[list[Any]] = []
+    real_train_step = controller_mod.train_step
+
+    def spy_train_step(train: Any, batch: list[Any], *args: Any, **kwargs: Any) -> Any:
+        batches.append(list(batch))
+        return real_train_step(train, batch, *args, **kwargs)
+
+    monkeypatch.setattr(controller_mod, "train_step", spy_train_step)
+    return batches

@@ -53,8 +53,7 @@ def _port_open(address: str) -> bool:
 
 @pytest.mark.slow
 def test_controller_trains_on_agent_native_episodes(agent_stack: Any, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    import ale_roll.trainer.controller as controller_mod
+                                                    trained_batches: list[list[Any]]) -> None:
     from ale_rock.sdk import Sandbox
     from ale_roll.trainer.controller import Controller
 
@@ -62,14 +61,7 @@ def test_controller_trains_on_agent_native_episodes(agent_stack: Any, tmp_path: 
     policy = stack.trainable_policy(tmp_path)
     engine = policy.inference
     cfg = build_config(_raw(stack, tmp_path / "run", policy.model_dir))
-    batches: list[list[Any]] = []
-    real_train_step = controller_mod.train_step
-
-    def spy_train_step(train: Any, batch: list[Any], *args: Any, **kwargs: Any) -> Any:
-        batches.append(list(batch))
-        return real_train_step(train, batch, *args, **kwargs)
-
-    monkeypatch.setattr(controller_mod, "train_step", spy_train_step)
+    batches = trained_batches
     seen: dict[str, Any] = {}
 
     def on_step(step: int, metrics: dict[str, Any]) -> None:

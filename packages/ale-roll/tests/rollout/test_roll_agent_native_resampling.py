@@ -147,8 +147,7 @@ def test_experts_without_replies_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_controller_resamples_agent_native_groups_from_the_fork(agent_stack: Any, expert: Path, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import ale_roll.trainer.controller as controller_mod
+                                                               trained_batches: list[list[Any]]) -> None:
     from ale_rock.sdk import Sandbox
     from ale_roll.metrics import read_jsonl
     from ale_roll.trainer.controller import Controller
@@ -170,14 +169,7 @@ def test_controller_resamples_agent_native_groups_from_the_fork(agent_stack: Any
     }
     raw["algorithm"] = {"loss": "ipa", "config": {"advantage": {"group_norm": True}},
                         "resampling": {"enabled": True, "expert_data": str(expert), "rollouts_per_anchor": 2}}
-    batches: list[list[Any]] = []
-    real_train_step = controller_mod.train_step
-
-    def spy_train_step(train: Any, batch: list[Any], *args: Any, **kwargs: Any) -> Any:
-        batches.append(list(batch))
-        return real_train_step(train, batch, *args, **kwargs)
-
-    monkeypatch.setattr(controller_mod, "train_step", spy_train_step)
+    batches = trained_batches
     ctl = Controller(build_config(raw), policy=policy)
     before = {k: v.clone() for k, v in policy.train.export_weights().items()}
     ctl.run()
