@@ -137,7 +137,7 @@ def test_experts_without_replies_are_refused(tmp_path: Path) -> None:
     traj = Trajectory([Turn([1, 2], [3], [-0.1])], metadata={"task_id": TASK})
     path = tmp_path / "e.jsonl"
     path.write_text(json.dumps(traj.to_dict()) + "\n")
-    with pytest.raises(ValueError, match=r"e\.jsonl: expert 1 .*assistant_messages"):
+    with pytest.raises(ValueError, match=r"e\.jsonl: expert 1\b.*assistant_messages"):
         load_agent_experts(path)
     traj.metadata = {}
     path.write_text(json.dumps(traj.to_dict()) + "\n")

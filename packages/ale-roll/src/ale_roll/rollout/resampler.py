@@ -54,21 +54,19 @@ def load_agent_experts(path: str | Path) -> list[Trajectory]:
     `ale up`'s ``data/demos.jsonl``), each with ``metadata.task_id``, one ``metadata.assistant_messages``
     entry per turn (the replies to replay) and one token sequence (prefix-consistent: the imitation
     term trains on it). ValueError naming the line otherwise; experts that failed their task are skipped."""
-    from ale_roll.rollout.agents import replay_response  # agent-native only: needs ale-rock and ale-flow
+    # Agent-native only: needs ale-rock and ale-flow.
+    from ale_roll.rollout.agent_native import prefix_replies
+    from ale_roll.rollout.agents import replay_response
 
     out: list[Trajectory] = []
     for n, t in enumerate(load_trajectories(path), 1):
-        messages = t.metadata.get("assistant_messages")
         if not t.metadata.get("task_id"):
             raise ValueError(f"{path}: expert {n} has no metadata.task_id (agent-native experts are matched by task)")
-        if not isinstance(messages, list) or len(messages) != len(t.turns):
-            raise ValueError(f"{path}: expert {n} ({t.metadata['task_id']}) needs metadata.assistant_messages, one "
-                             "per turn (write experts with an agent-native runner)")
-        for i, m in enumerate(messages):
-            try:
+        try:  # every reply a search could replay (all but the last chunk's) must replay
+            for m in prefix_replies(t, max(t.num_chunks - 1, 0)):
                 replay_response(m)
-            except (ValueError, AttributeError) as e:
-                raise ValueError(f"{path}: expert {n}, reply {i}: {e}") from None
+        except (ValueError, AttributeError) as e:
+            raise ValueError(f"{path}: expert {n}: {e}") from None
         if not is_prefix_consistent(t):
             raise ValueError(f"{path}: expert {n} ({t.metadata['task_id']}) is not one token sequence (its agent "
                              "rewrote its context), so it cannot be imitated")
