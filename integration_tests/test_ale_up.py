@@ -94,6 +94,7 @@ def test_status_without_a_run(ale_env: dict[str, str]) -> None:
 TINY_JOB = """
 smoke: {sandboxes: 1}
 job:
+  mode: gem
   seeds: [0]
   compare_steps: 2
   synthesis: {episodes: 16, concurrency: 2}
@@ -218,7 +219,7 @@ def test_up_runs_the_agent_native_job_in_sandboxes_and_leaves_nothing(ale_env: d
     run_dir = (runs_root / "latest").resolve()
     report = json.loads((run_dir / "report.json").read_text())
     assert report["mode"] == "agent_native"
-    assert report["eval_temperature"] == 0.0  # greedy held-out episodes unless the roll config says otherwise
+    assert report["eval_temperature"] == 1.0  # the embedded config samples held-out episodes as it trains
     # The teacher's episodes passed the hidden tests (the lock opened) and became token-exact demos.
     f = report["filter"]
     assert f["episodes"] == 12 and f["errors"] == 0 and 0 < f["kept"] <= 12

@@ -109,7 +109,8 @@ def test_the_mode_picks_its_embedded_config_and_seeds() -> None:
     from ale.config import ConfigError, load_config
     from ale.job.pipeline import roll_raw
 
-    gem, agent = load_config(None, []).job, load_config(None, ["job.mode=agent_native"]).job
+    gem, agent = load_config(None, ["job.mode=gem"]).job, load_config(None, []).job
+    assert agent.mode == "agent_native"  # the default job plays the lock as an agent in sandboxes
     assert gem.seeds == [0, 1, 2] and agent.seeds == [0]
     assert roll_raw(gem)["rollout"].get("mode", "gem") == "gem"
     raw = roll_raw(agent)
@@ -119,8 +120,8 @@ def test_the_mode_picks_its_embedded_config_and_seeds() -> None:
     assert load_config(None, ["job.mode=agent_native", "job.seeds=[3]"]).job.seeds == [3]
     # The teacher's demos: 240 in GEM mode, 480 agent-native, whatever the user sets in either.
     assert gem.synthesis.episodes == 240 and agent.synthesis.episodes == 480
-    assert load_config(None, ["job.mode=agent_native", "job.synthesis.episodes=240"]).job.synthesis.episodes == 240
-    assert load_config(None, ["job.synthesis.episodes=480"]).job.synthesis.episodes == 480
+    assert load_config(None, ["job.synthesis.episodes=240"]).job.synthesis.episodes == 240
+    assert load_config(None, ["job.mode=gem", "job.synthesis.episodes=480"]).job.synthesis.episodes == 480
     # The agent-native config is validated up front too (its tasks and addresses come at run time).
     with pytest.raises(ConfigError, match="rollout.max_new_tokenz"):
         load_config(None, ["job.mode=agent_native", "job.roll.rollout.max_new_tokenz=3"])

@@ -13,7 +13,7 @@ from ale_rock.envs.games.digit_lock import DigitLock, code_digits
 from ale.job.filtering import STAGES, run_filter
 from ale.job.lock_task import SCRIPT, setup_commands
 from ale.job.pipeline import deep_merge, episode_rate, summarize
-from ale.job.report import render_table
+from ale.job.report import render_table, render_verdict
 from ale.job.stats import wilson
 from ale.job.synthesis import Episode
 from ale.job.teacher import LockTeacher, TeacherNoise
@@ -130,8 +130,23 @@ def test_summarize_pools_seeds_and_counts_untrained_once() -> None:
     assert st["untrained"]["episodes"] == 400 and st["sft"]["episodes"] == 800 and st["rl"]["episodes"] == 800
     assert st["sft"]["successes"] == 200 and st["rl"]["successes"] == 360
     assert st["rl"]["ci95"][0] <= st["rl"]["success"] <= st["rl"]["ci95"][1]
-    assert out["rl_beats_sft"] is True
+    assert out["rl_beats_sft"] is True and out["rl_above_sft"] is True
     assert st["rl"]["tokens"] == 40
+    assert "RL beats SFT beyond the 95% intervals" in render_verdict(out)
+
+
+def test_the_two_verdicts_part_where_the_intervals_overlap() -> None:
+    # SFT 0.903 [0.865, 0.932] and RL 0.943 [0.911, 0.964] on 300 episodes each (a measured run):
+    # RL's interval is above SFT's success, not above SFT's interval.
+    rows = [{"step": 0, "eval/success_untrained": 0.0, "eval/success": 271 / 300},
+            {"step": 1, "eval/success": 283 / 300}]
+    out = summarize([{"seed": 0, "rows": rows, "wall_s": 1.0}], eval_episodes=300)
+    assert out["rl_above_sft"] is True and out["rl_beats_sft"] is False
+    assert "RL's 95% interval is above SFT's success" in render_verdict(out) and "0.911 > 0.903" in render_verdict(out)
+    rows[1]["eval/success"] = 275 / 300  # 0.917 [0.880, 0.943]: its interval reaches below 0.903
+    out = summarize([{"seed": 0, "rows": rows, "wall_s": 1.0}], eval_episodes=300)
+    assert out["rl_above_sft"] is False and out["rl_beats_sft"] is False
+    assert "not above" in render_verdict(out)
 
 
 def test_summarize_gives_no_verdict_when_rl_was_not_run() -> None:
@@ -140,7 +155,8 @@ def test_summarize_gives_no_verdict_when_rl_was_not_run() -> None:
     rows = [{"step": 0, "eval/success_untrained": 0.0, "eval/success": 0.54, "eval/episodes": 300.0}]
     out = summarize([{"seed": 0, "rows": rows, "wall_s": 1.0}], eval_episodes=300)
     assert out["stages"]["rl"]["episodes"] == 0 and out["stages"]["sft"]["episodes"] == 300
-    assert out["rl_beats_sft"] is None
+    assert out["rl_beats_sft"] is None and out["rl_above_sft"] is None
+    assert "no verdict" in render_verdict(out)
     from rich.console import Console
 
     console = Console(record=True, width=120)

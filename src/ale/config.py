@@ -63,16 +63,17 @@ class JobConfig(BaseModel):
 
     enabled: bool = True
     """Run the job after the stack check (false: bring the stack up and check it only)."""
-    mode: Literal["gem", "agent_native"] = "gem"
-    """`gem`: the trainer plays DigitLock through the EnvService (`ale/job/default_roll.yaml`);
-    `agent_native`: the same lock as a terminal task in Harbor layout, played by ale-flow's agent loop
-    with its shell tool in a fresh sandbox per episode and its model calls through the ModelProxy, in
-    synthesis, RL and the held-out evaluations alike (`ale/job/agent_roll.yaml`, `ale.job.agent_native`)."""
+    mode: Literal["gem", "agent_native"] = "agent_native"
+    """`agent_native` (the default): the lock as a terminal task in Harbor layout, played by ale-flow's
+    agent loop with its shell tool in a fresh sandbox per episode and its model calls through the
+    ModelProxy, in synthesis, RL and the held-out evaluations alike (`ale/job/agent_roll.yaml`,
+    `ale.job.agent_native`; ~15 minutes on 2 cores); `gem`: the trainer plays DigitLock as a text game
+    through the EnvService (`ale/job/default_roll.yaml`; ~4-8 minutes)."""
     train_tasks: int = Field(default=512, ge=1, le=100_000)
     """Agent-native mode: training locks written for RL (start state k plays lock k mod this)."""
     seeds: list[int] = Field(default_factory=list, max_length=16)
     """Training seeds; each runs SFT + RL from the same initial model, and held-out success pools them
-    (empty: [0, 1, 2] in GEM mode, [0] agent-native, where one seed takes ~29 minutes here)."""
+    (empty: [0, 1, 2] in GEM mode, [0] agent-native, where one seed takes ~13 minutes here)."""
     synthesis: SynthesisConfig = Field(default_factory=SynthesisConfig)
     """The teacher's episodes."""
     roll: dict[str, Any] = Field(default_factory=dict)
@@ -83,7 +84,7 @@ class JobConfig(BaseModel):
     """RL steps run in one process without services to measure `stack_vs_inprocess` (0 = skip)."""
     job_timeout_s: float = Field(default=5400.0, gt=0)
     """Limit of one training job on the TrainerService (a GEM seed takes ~3 min here; an agent-native
-    seed of the embedded config ~28 min on 2 cores)."""
+    seed of the embedded config ~13 min on 2 cores)."""
 
 
     @model_validator(mode="after")

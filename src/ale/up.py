@@ -261,7 +261,7 @@ def _run_stack(run_dir: Path, cfg: UpConfig, stack: Stack, report: dict[str, Any
         if cfg.job.enabled and code == 0:
             from ale.job.agent_native import AgentNativeJob
             from ale.job.pipeline import DefaultJob, Endpoints
-            from ale.job.report import render_funnel, render_table
+            from ale.job.report import render_funnel, render_table, render_verdict
 
             ep = Endpoints(endpoints["admin_address"], endpoints["api_key"], endpoints["env_address"],
                            endpoints["env_api_key"], endpoints["inference_address"], endpoints["trainer_address"],
@@ -280,10 +280,7 @@ def _run_stack(run_dir: Path, cfg: UpConfig, stack: Stack, report: dict[str, Any
                               f"subprocess, p50), {an['errors']} errors, {an['resampled']} resampled")
             if "stack_vs_inprocess" in job:
                 console.print(f"RL episodes/s through the stack vs in one process: {job['stack_vs_inprocess']}")
-            verdict = {True: "[green]RL beats SFT beyond the 95% intervals[/green]",
-                       False: "[yellow]RL does not beat SFT beyond the 95% intervals[/yellow]",
-                       None: "[yellow]no verdict: the SFT or RL stage was not evaluated[/yellow]"}[job["rl_beats_sft"]]
-            console.print(verdict)
+            console.print(render_verdict(job))
             if job.get("curves_png"):
                 console.print(f"curves: {job['curves_png']}")
     except HealthTimeout as e:

@@ -86,6 +86,21 @@ def render_table(report: dict[str, Any]) -> Any:
     return table
 
 
+def render_verdict(job: dict[str, Any]) -> str:
+    """The verdict line (rich markup): RL against SFT on held-out success, by their 95% intervals."""
+    beats, above = job.get("rl_beats_sft"), job.get("rl_above_sft")
+    if beats is None:
+        return "[yellow]no verdict: the SFT or RL stage was not evaluated[/yellow]"
+    if beats:
+        return "[green]RL beats SFT beyond the 95% intervals[/green]"
+    st = job["stages"]
+    rl_low, sft = st["rl"]["ci95"][0], st["sft"]["success"]
+    if above:
+        return (f"[green]RL's 95% interval is above SFT's success[/green] ({rl_low:.3f} > {sft:.3f}); "
+                "the two intervals overlap")
+    return f"[yellow]RL's 95% interval is not above SFT's success[/yellow] ({rl_low:.3f} <= {sft:.3f})"
+
+
 def render_funnel(counts: dict[str, int]) -> Any:
     """A rich table of the filtering funnel."""
     from rich.table import Table
