@@ -245,7 +245,8 @@ def test_up_runs_the_agent_native_job_in_sandboxes_and_leaves_nothing(ale_env: d
 def test_sigterm_stops_up_and_every_service_it_started(ale_env: dict[str, str], runs_root: Path,
                                                       tmp_path: Path) -> None:
     """`kill <ale up>` (a CI timeout, systemd) ends it as Ctrl-C does: the services run in their own
-    sessions, and before this the trainer and the ModelProxy outlived a terminated `ale up`."""
+    sessions, and before this the trainer and the ModelProxy outlived a terminated `ale up`. Repeated
+    SIGTERMs while it stops change nothing."""
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(TINY_JOB % {"iterations": 50})
     proc = start_up(cfg, ale_env)
@@ -256,12 +257,21 @@ def test_sigterm_stops_up_and_every_service_it_started(ale_env: dict[str, str], 
         pids = stack_pids(run_dir)
         assert set(pids) == {"admin", "worker", "inference", "model-proxy", "trainer"}
         proc.send_signal(signal.SIGTERM)
+        # More while it stops its services (an impatient user, a supervisor that repeats itself):
+        # they used to raise inside the cleanup, cutting it short, and once left `ale up` hung.
+        repeats = 0
+        for _ in range(2):
+            time.sleep(0.2)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                repeats += 1
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
     assert proc.returncode == 130 and "interrupted" in out, out[-3000:]
+    assert repeats and "already stopping" in out, out[-3000:]
     alive = {name: pid for name, pid in pids.items() if Path(f"/proc/{pid}").exists()}
     assert alive == {}, alive  # not even a zombie: `ale up` reaped what it started
     assert processes_mentioning(str(run_dir)) == []
