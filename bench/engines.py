@@ -31,6 +31,10 @@ Each section runs in its own subprocess (DeepSpeed and vLLM both set up process-
   ``service_aio_clients_vs_inprocess``: the same 64 single ``Generate`` calls made by 64 coroutines
   on one ``grpc.aio`` client loop (an async client's way) instead of 64 threads.
   ``bench/grpc_percall.py`` measures the CPU per call of each stack (sync vs aio, server and client).
+  ``service_client_bound_vs_inprocess``: the most *any* server could reach with these clients here —
+  64 over the clients' own CPU for a round plus the engine's CPU for the same rows, spread over every
+  core, over the in-process figure (``service_aio_client_bound_vs_inprocess`` for the aio clients);
+  ``service_cpu_us_per_call`` gives each single-call way's client and server CPU per call.
 - ``service_batch_vs_inprocess``: the requests sent through ``InferenceClient.generate`` (one
   ``GenerateBatch`` call: what a remote rollout sends) over that one ``engine.generate`` call, for 64,
   128 and 256 requests (the worst of the three); ``service_streams_vs_inprocess`` the same for
@@ -218,7 +222,13 @@ def _start_server(model: Path, work: Path) -> tuple[subprocess.Popen, str]:
     return proc, f"127.0.0.1:{int(port_file.read_text())}"
 
 
-def bench_service(work: Path, repeats: int = 10) -> dict:
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc``: 10 ms ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_service(work: Path, repeats: int = 10, sizes: tuple[int, ...] = SERVICE_SIZES) -> dict:
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
@@ -237,10 +247,19 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
     def prompts(n: int) -> list[list[int]]:
         return [[1, 5 + i % 300, 7 + (i * 7) % 300, 9 + (i * 13) % 300] for i in range(n)]
 
-    def run(fn, n: int) -> float:
-        t0 = time.perf_counter()
+    # CPU of each round, on both sides: this (client) process's from the kernel's per-process clock,
+    # the server's from /proc. They bound what any server could reach with these clients (below).
+    client_cpu = {}  # (way, n) -> least client-process CPU seconds of one round
+    server_cpu = {}  # (way, n) -> server CPU seconds summed over the timed rounds
+
+    def run(way: str, fn, n: int) -> float:
+        c0, s0, t0 = time.process_time(), _proc_cpu_s(proc.pid), time.perf_counter()
         tokens = fn(n)
-        return tokens / (time.perf_counter() - t0)
+        wall = time.perf_counter() - t0
+        c, s = time.process_time() - c0, _proc_cpu_s(proc.pid) - s0
+        client_cpu[way, n] = min(c, client_cpu.get((way, n), c))
+        server_cpu[way, n] = server_cpu.get((way, n), 0.0) + s
+        return tokens / wall
 
     import torch
 
@@ -252,7 +271,7 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
     loop = asyncio.new_event_loop()
     proc, address = _start_server(path, work)
     client = InferenceClient(address, timeout_s=300)
-    pool = ThreadPoolExecutor(max(SERVICE_SIZES))
+    pool = ThreadPoolExecutor(max(sizes))
     sp = sampling_to_proto(params)
 
     def one(prompt: list[int]) -> int:
@@ -298,15 +317,15 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         "batch": lambda k: sum(len(g.token_ids) for g in client.generate(prompts(k), params)),
         "rpc_floor": lambda k: sum(pool.map(no_op, prompts(k))),
     }
-    best = {w: dict.fromkeys(SERVICE_SIZES, 0.0) for w in ways}
+    best = {w: dict.fromkeys(sizes, 0.0) for w in ways}
     try:
-        for n in SERVICE_SIZES:
+        for n in sizes:
             for fn in ways.values():
                 fn(n)  # warm-up
             # Interleaved, best of `repeats`: the shared machine's load changes minute to minute.
             for _ in range(repeats):
                 for w, fn in ways.items():
-                    best[w][n] = max(best[w][n], run(fn, n))
+                    best[w][n] = max(best[w][n], run(w, fn, n))
     finally:
         pool.shutdown()
         client.close()
@@ -316,7 +335,16 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         proc.terminate()
         proc.wait(60)
     engine, inproc, streams, batch = best["engine"], best["inprocess_singles"], best["streams"], best["batch"]
-    head = SERVICE_SIZES[0]  # 64 concurrent clients: the issue's headline
+    head = sizes[0]  # 64 concurrent clients: the issue's headline
+    cores = len(os.sched_getaffinity(0))
+    single_call_ways = ("streams", "unary", "aio_streams", "rpc_floor")
+
+    def client_bound(way: str) -> float:
+        # However cheap the server, a round of `way` cannot take less wall time than the clients' own
+        # CPU plus the engine's (the in-process one-call CPU for the same rows) spread over every core.
+        least_s = (client_cpu[way, head] + client_cpu["engine", head]) / cores
+        return head / least_s / inproc[head]
+
     return {
         "service_vs_inprocess": streams[head] / inproc[head],
         "service_singles_vs_engine": streams[head] / engine[head],
@@ -326,13 +354,21 @@ def bench_service(work: Path, repeats: int = 10) -> dict:
         # The same 64 clients each making one no-op unary call (GetModelInfo): the most any
         # one-RPC-per-request path can reach on this machine, whatever the batcher does.
         "service_rpc_floor_vs_inprocess": best["rpc_floor"][head] / inproc[head],
-        "service_streams_vs_inprocess": min(streams[n] / engine[n] for n in SERVICE_SIZES),
-        "service_batch_vs_inprocess": min(batch[n] / engine[n] for n in SERVICE_SIZES),
+        # The most a server of any speed or language could reach with these clients on this machine's
+        # cores: the headline's (thread clients' Generate streams) and the aio clients'.
+        "service_client_bound_vs_inprocess": client_bound("streams"),
+        "service_aio_client_bound_vs_inprocess": client_bound("aio_streams"),
+        "service_cpu_us_per_call": {w: {"client": client_cpu[w, head] / head * 1e6,
+                                        "server": server_cpu[w, head] / (repeats * head) * 1e6}
+                                    for w in single_call_ways},
+        "service_cores": cores,
+        "service_streams_vs_inprocess": min(streams[n] / engine[n] for n in sizes),
+        "service_batch_vs_inprocess": min(batch[n] / engine[n] for n in sizes),
         "service_detail": {n: {"engine_one_call_tokens_per_s": engine[n], "inprocess_singles_tokens_per_s": inproc[n],
                                "generate_streams_tokens_per_s": streams[n], "generate_batch_tokens_per_s": batch[n],
                                "unary_singles_tokens_per_s": best["unary"][n],
                                "aio_client_streams_tokens_per_s": best["aio_streams"][n], "no_op_rpcs_per_s": best["rpc_floor"][n]}
-                           for n in SERVICE_SIZES},
+                           for n in sizes},
         "service_setup": "tiny random-init Qwen2, HF engine, 1-token greedy requests, 1 intra-op thread on both sides; "
                          "server in its own process; service_vs_inprocess = 64 concurrent single Generate calls "
                          "(one client thread each) over 64 concurrent single in-process calls (coroutines on "
@@ -375,6 +411,7 @@ def main() -> None:
         result |= _run_section(section, args)
     for key in ("deepspeed_vs_torch", "deepspeed_zero2_forced_vs_torch", "vllm_vs_hf", "sync_vs_copy", "service_vs_inprocess", "service_singles_vs_engine",
                 "service_unary_singles_vs_inprocess", "service_aio_clients_vs_inprocess", "service_rpc_floor_vs_inprocess",
+                "service_client_bound_vs_inprocess", "service_aio_client_bound_vs_inprocess",
                 "service_batch_vs_inprocess", "service_streams_vs_inprocess"):
         val = result.get(key)
         print(f"{key:>20}: {val:.3f}" if isinstance(val, float) else f"{key:>20}: {val}", file=sys.stderr)
