@@ -1,13 +1,16 @@
-"""Fixtures shared by ale-rock's test directories (the proxy, the CLI): a fake OpenAI-compatible
-upstream over real HTTP, one per session, its record and failure script reset for every test."""
+"""Fixtures shared by ale-rock's test directories (the proxy, the CLI, the red team): a fake
+OpenAI-compatible upstream over real HTTP, one per session, its record and failure script reset for
+every test; and a running ModelProxy with a one-worker local cluster behind it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -83,3 +86,25 @@ def openai_upstream(openai_upstream_server: FakeOpenAI) -> FakeOpenAI:
     """The fake upstream with no calls recorded and no failures scripted."""
     openai_upstream_server.reset()
     return openai_upstream_server
+
+
+@contextlib.contextmanager
+def _proxy_cluster(workdir: Path, **proxy_config: Any) -> Iterator[tuple[Any, Any]]:
+    from ale_rock.local_cluster import LocalCluster, real_worker_argv
+    from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
+
+    # Agents see the proxy as http://model-proxy/...; each worker's egress gateway maps that host to it.
+    proxy = serve_model_proxy(ModelProxyConfig(public_base_url="http://model-proxy:80", **proxy_config))
+    try:
+        argv = real_worker_argv({"model_proxy_address": proxy.http_url.removeprefix("http://")})
+        with LocalCluster(workers=1, workdir=workdir, worker_argv=argv) as cluster:
+            yield proxy, cluster
+    finally:
+        proxy.stop(0)
+
+
+@pytest.fixture(scope="session")
+def proxy_cluster() -> Callable[..., contextlib.AbstractContextManager[tuple[Any, Any]]]:
+    """``with proxy_cluster(workdir, **ModelProxyConfig fields) as (proxy, cluster)``: a running
+    ModelProxy and a one-worker LocalCluster (bubblewrap sandboxes) whose gateway reaches it."""
+    return _proxy_cluster

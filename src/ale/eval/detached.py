@@ -54,6 +54,9 @@ class DetachedExecProvider:
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
         self.inner.upload(sandbox_id, files)
 
+    def stop_processes(self, sandbox_id: str) -> None:
+        self.inner.stop_processes(sandbox_id)
+
     def delete(self, sandbox_id: str) -> None:
         self.inner.delete(sandbox_id)
 

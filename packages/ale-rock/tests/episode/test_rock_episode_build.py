@@ -31,6 +31,9 @@ class Provider:
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
         raise AssertionError("nothing is uploaded")
 
+    def stop_processes(self, sandbox_id: str) -> None:
+        raise AssertionError("no tests run")
+
     def delete(self, sandbox_id: str) -> None:
         pass
 

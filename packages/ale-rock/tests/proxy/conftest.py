@@ -4,13 +4,11 @@ and a running ModelProxy in front. torch/transformers are used here only, never 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent import futures
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -226,25 +224,3 @@ def proxy_server() -> Iterator[Any]:
     srv = serve_model_proxy(ModelProxyConfig())
     yield srv
     srv.stop(0)
-
-
-@contextlib.contextmanager
-def _proxy_cluster(workdir: Path, **proxy_config: Any) -> Iterator[tuple[Any, Any]]:
-    from ale_rock.local_cluster import LocalCluster, real_worker_argv
-    from ale_rock.proxy import ModelProxyConfig, serve_model_proxy
-
-    # Agents see the proxy as http://model-proxy/...; each worker's egress gateway maps that host to it.
-    proxy = serve_model_proxy(ModelProxyConfig(public_base_url="http://model-proxy:80", **proxy_config))
-    try:
-        argv = real_worker_argv({"model_proxy_address": proxy.http_url.removeprefix("http://")})
-        with LocalCluster(workers=1, workdir=workdir, worker_argv=argv) as cluster:
-            yield proxy, cluster
-    finally:
-        proxy.stop(0)
-
-
-@pytest.fixture(scope="session")
-def proxy_cluster() -> Callable[..., contextlib.AbstractContextManager[tuple[Any, Any]]]:
-    """``with proxy_cluster(workdir, **ModelProxyConfig fields) as (proxy, cluster)``: a running
-    ModelProxy and a one-worker LocalCluster (bubblewrap sandboxes) whose gateway reaches it."""
-    return _proxy_cluster

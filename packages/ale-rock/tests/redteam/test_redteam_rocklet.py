@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -261,3 +262,55 @@ def test_a_memory_bomb_is_killed_not_the_rocklet_and_the_result_says_so(box: Box
 @pytest.mark.docker
 def test_docker_a_memory_bomb_is_killed_not_the_rocklet(docker_box: Box) -> None:
     test_a_memory_bomb_is_killed_not_the_rocklet_and_the_result_says_so(docker_box)
+
+
+# -- what an agent leaves running is gone before its tests run (test_redteam_verifier.py) ---------
+
+
+def _left_running(b: Box, pattern: str) -> list[str]:
+    """pid + command line of every process whose command line matches ``pattern`` (a grep -E
+    written so that it does not match its own command line)."""
+    r = b.sh("for f in /proc/[0-9]*/cmdline; do d=${f%/cmdline}; echo \"${d#/proc/} $(tr '\\0' ' ' < $f 2>/dev/null)\"; "
+             f"done | grep -E '{pattern}'")
+    return [line for line in r.stdout.decode().splitlines() if line.strip()]
+
+
+def test_kill_all_leaves_nothing_but_the_rocklet(box: Box) -> None:
+    from ale_proto.errors import error_detail_of
+    from ale_proto.v1 import common_pb2, rocklet_pb2
+
+    # A fork loop in a session of its own, a double-forked sleeper with a scrubbed environment (no
+    # tag for the timeout sweep), a background job of a shell session, and a command in flight.
+    started = box.sh("setsid sh -c 'while :; do sleep 0.05 & sleep 0.01; done' >/dev/null 2>&1 < /dev/null & "
+                     "( env -i /bin/sleep 1001 >/dev/null 2>&1 < /dev/null & ) ; echo started")
+    assert started.stdout == b"started\n"
+    sid = box.stub.CreateSession(rocklet_pb2.RockletServiceCreateSessionRequest(spec=sandbox_pb2.SessionSpec())).session_id
+    box.stub.RunInSession(rocklet_pb2.RockletServiceRunInSessionRequest(
+        session_id=sid, command=sandbox_pb2.SessionCommand(command="sleep 1002 &")), timeout=30)
+    in_flight: list = []
+    t = threading.Thread(target=lambda: in_flight.append(box.sh("sleep 1003", timeout_ms=60000)))
+    t.start()
+    pattern = "slee[p] (0|100[123])|whil[e] :"
+    deadline = time.monotonic() + 10
+    while len(_left_running(box, pattern)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(_left_running(box, pattern)) >= 4, _left_running(box, pattern)
+
+    assert box.stub.SignalProcess(rocklet_pb2.RockletServiceSignalProcessRequest(all_processes=True), timeout=30).delivered
+    t.join(30)
+    assert in_flight and in_flight[0].end_reason == sandbox_pb2.EXEC_END_REASON_INTERRUPTED, in_flight
+    time.sleep(0.5)  # a survivor of the fork loop would have forked again by now
+    assert _left_running(box, pattern) == []
+    assert box.sh("echo alive").stdout == b"alive\n"  # the Rocklet itself serves on
+    # Nothing left: nothing killed. Only SIGKILL, and all_processes is a target of its own.
+    assert not box.stub.SignalProcess(rocklet_pb2.RockletServiceSignalProcessRequest(all_processes=True)).delivered
+    for bad, field in (({"signal": 15}, "signal"), ({"pid": 5}, "exec_id")):
+        with pytest.raises(grpc.RpcError) as e:
+            box.stub.SignalProcess(rocklet_pb2.RockletServiceSignalProcessRequest(all_processes=True, **bad))
+        detail = error_detail_of(e.value)
+        assert detail.code == common_pb2.ERROR_CODE_INVALID_ARGUMENT and detail.field == field, detail
+
+
+@pytest.mark.docker
+def test_docker_kill_all_leaves_nothing_but_the_rocklet(docker_box: Box) -> None:
+    test_kill_all_leaves_nothing_but_the_rocklet(docker_box)

@@ -85,6 +85,16 @@ def test_signal_process_over_grpc(rocklet_stub) -> None:
     assert out[0].result.end_reason == sandbox_pb2.EXEC_END_REASON_INTERRUPTED
 
 
+def test_a_rocklet_outside_a_sandbox_refuses_to_kill_all_processes(rocklet_stub) -> None:
+    """This Rocklet runs on the test host (no ``own_sandbox`` in its settings): kill(-1) from it
+    would reach every process of the host the tests run as."""
+    with pytest.raises(grpc.RpcError) as e:
+        rocklet_stub.SignalProcess(R.RockletServiceSignalProcessRequest(all_processes=True), timeout=10)
+    detail = error_detail_of(e.value)
+    assert detail.code == common_pb2.ERROR_CODE_FAILED_PRECONDITION and detail.field == "all_processes", detail
+    assert rocklet_stub.GetInfo(R.GetInfoRequest(), timeout=10)  # and serves on
+
+
 def test_session_over_grpc(rocklet_stub) -> None:
     sid = rocklet_stub.CreateSession(
         R.RockletServiceCreateSessionRequest(spec=sandbox_pb2.SessionSpec())

@@ -131,6 +131,9 @@ class _LostRunner:
     def run(self, command: str, timeout_s: float) -> CommandResult:
         raise RuntimeError("sandbox lost")
 
+    def stop_processes(self) -> None:
+        raise RuntimeError("sandbox lost")
+
     def close(self) -> None:
         pass
 

@@ -43,16 +43,18 @@ class RockletServiceExecStreamResponse(_message.Message):
     def __init__(self, started: _Optional[_Union[_sandbox_pb2.ExecStarted, _Mapping]] = ..., stdout: _Optional[bytes] = ..., stderr: _Optional[bytes] = ..., exit: _Optional[_Union[_sandbox_pb2.ExecResult, _Mapping]] = ...) -> None: ...
 
 class RockletServiceSignalProcessRequest(_message.Message):
-    __slots__ = ("exec_id", "pid", "session_id", "signal")
+    __slots__ = ("exec_id", "pid", "session_id", "signal", "all_processes")
     EXEC_ID_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    ALL_PROCESSES_FIELD_NUMBER: _ClassVar[int]
     exec_id: str
     pid: int
     session_id: str
     signal: int
-    def __init__(self, exec_id: _Optional[str] = ..., pid: _Optional[int] = ..., session_id: _Optional[str] = ..., signal: _Optional[int] = ...) -> None: ...
+    all_processes: bool
+    def __init__(self, exec_id: _Optional[str] = ..., pid: _Optional[int] = ..., session_id: _Optional[str] = ..., signal: _Optional[int] = ..., all_processes: _Optional[bool] = ...) -> None: ...
 
 class RockletServiceSignalProcessResponse(_message.Message):
     __slots__ = ("delivered",)

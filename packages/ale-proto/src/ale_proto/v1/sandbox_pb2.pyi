@@ -400,18 +400,20 @@ class ExecStreamResponse(_message.Message):
     def __init__(self, started: _Optional[_Union[ExecStarted, _Mapping]] = ..., stdout: _Optional[bytes] = ..., stderr: _Optional[bytes] = ..., exit: _Optional[_Union[ExecResult, _Mapping]] = ...) -> None: ...
 
 class SignalProcessRequest(_message.Message):
-    __slots__ = ("sandbox_id", "exec_id", "pid", "session_id", "signal")
+    __slots__ = ("sandbox_id", "exec_id", "pid", "session_id", "signal", "all_processes")
     SANDBOX_ID_FIELD_NUMBER: _ClassVar[int]
     EXEC_ID_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    ALL_PROCESSES_FIELD_NUMBER: _ClassVar[int]
     sandbox_id: str
     exec_id: str
     pid: int
     session_id: str
     signal: int
-    def __init__(self, sandbox_id: _Optional[str] = ..., exec_id: _Optional[str] = ..., pid: _Optional[int] = ..., session_id: _Optional[str] = ..., signal: _Optional[int] = ...) -> None: ...
+    all_processes: bool
+    def __init__(self, sandbox_id: _Optional[str] = ..., exec_id: _Optional[str] = ..., pid: _Optional[int] = ..., session_id: _Optional[str] = ..., signal: _Optional[int] = ..., all_processes: _Optional[bool] = ...) -> None: ...
 
 class SignalProcessResponse(_message.Message):
     __slots__ = ("delivered",)

@@ -80,17 +80,20 @@ class Forwarder:
 
     @unary
     async def SignalProcess(self, request: spb.SignalProcessRequest, context: Any) -> Any:
-        targets = [bool(request.exec_id), bool(request.pid), bool(request.session_id)]
+        targets = [bool(request.exec_id), bool(request.pid), bool(request.session_id), request.all_processes]
         if sum(targets) != 1:
-            raise invalid("exec_id", "exactly one of exec_id, pid and session_id must be set")
+            raise invalid("exec_id", "exactly one of exec_id, pid, session_id and all_processes must be set")
         v.exec_id(request.exec_id)
         if request.session_id:
             v.session_id(request.session_id)
         v.signal(request.signal)
+        if request.all_processes and request.signal not in (0, 9):
+            raise invalid("signal", "all_processes kills with SIGKILL: leave signal 0 or set 9")
         stub, kw = self._target(context, request.sandbox_id)
         resp = await stub.SignalProcess(
             rpb.RockletServiceSignalProcessRequest(
-                exec_id=request.exec_id, pid=request.pid, session_id=request.session_id, signal=request.signal
+                exec_id=request.exec_id, pid=request.pid, session_id=request.session_id, signal=request.signal,
+                all_processes=request.all_processes,
             ), **kw,
         )
         return spb.SignalProcessResponse(delivered=resp.delivered)

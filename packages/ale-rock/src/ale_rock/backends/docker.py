@@ -317,6 +317,7 @@ class DockerBackend(WarmPoolMixin):
             "env": dict(config.env),
             "egress_socket": egress,
             "egress_token": token,
+            "own_sandbox": True,  # the container's own pid namespace
         }
 
     def settings_path(self, sandbox_id: str) -> Path:

@@ -33,7 +33,8 @@ def pool_key(image: str, cpu_millis: int, memory_bytes: int) -> str:
 def rocklet_settings(config: SandboxConfig) -> str:
     """The Rocklet's settings (``RockletSettings`` as JSON): no egress socket, the pod's network
     policy is the egress control."""
-    return json.dumps({"workdir": config.workdir, "env": dict(config.env), "spill_dir": "/tmp/.ale"})
+    return json.dumps({"workdir": config.workdir, "env": dict(config.env), "spill_dir": "/tmp/.ale",
+                       "own_sandbox": True})  # the pod's container has its own pid namespace
 
 
 def pod_manifest(

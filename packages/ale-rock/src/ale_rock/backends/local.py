@@ -461,6 +461,7 @@ class LocalBackend:
             "command_rlimits": command_limits,
             "kill_grace_s": self.config.kill_grace_s,
             "spill_dir": "/tmp/.ale",
+            "own_sandbox": True,  # bubblewrap's own pid namespace, one host uid per sandbox
         }
         tmp = root / "priv" / "conf" / "settings.json.tmp"
         write_json(tmp, settings)

@@ -53,6 +53,10 @@ class SandboxProvider(Protocol):
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
         """Write files (path relative to the work dir -> content)."""
 
+    def stop_processes(self, sandbox_id: str) -> None:
+        """Kill every process in the sandbox but its own agent (the Rocklet): what the episode's
+        agent left running, before the hidden tests run."""
+
     def delete(self, sandbox_id: str) -> None:
         """Destroy the sandbox (idempotent)."""
 
@@ -95,6 +99,9 @@ class LocalDirProvider:
 
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
         self._get(sandbox_id).upload(files)
+
+    def stop_processes(self, sandbox_id: str) -> None:
+        self._get(sandbox_id).stop_processes()
 
     def delete(self, sandbox_id: str) -> None:
         with self._lock:
@@ -196,6 +203,9 @@ class SdkProvider:
 
         self._guard(sandbox_id, write_all)
 
+    def stop_processes(self, sandbox_id: str) -> None:
+        self._guard(sandbox_id, lambda sb: sb.kill_all())
+
     def delete(self, sandbox_id: str) -> None:
         sb = self._sandboxes.pop(sandbox_id, None)
         self._events_seen.pop(sandbox_id, None)
@@ -225,6 +235,9 @@ class ProviderRunner:
 
     def upload(self, files: Mapping[str, bytes]) -> None:
         self.provider.upload(self.sandbox_id, files)
+
+    def stop_processes(self) -> None:
+        self.provider.stop_processes(self.sandbox_id)
 
     def run(self, command: str, timeout_s: float) -> Any:
         from ale_rock.tasks.runner import CommandResult

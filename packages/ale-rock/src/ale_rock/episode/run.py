@@ -68,6 +68,9 @@ class _EventsProvider:
     def upload(self, sandbox_id: str, files: Mapping[str, bytes]) -> None:
         self._inner.upload(sandbox_id, files)
 
+    def stop_processes(self, sandbox_id: str) -> None:
+        self._inner.stop_processes(sandbox_id)
+
     def delete(self, sandbox_id: str) -> None:
         self._inner.delete(sandbox_id)
 

@@ -182,6 +182,15 @@ class ExecEngine:
         except PermissionError as e:
             raise RockletError("invalid", f"cannot signal pid {pid}: {e}", "pid") from e
 
+    def kill_all(self) -> int:
+        """SIGKILL every process of the sandbox but the Rocklet (:func:`procs.kill_others`); the
+        executions in flight end as interrupted. Returns how many processes there were."""
+        with self._lock:
+            for entry in self._running.values():
+                if entry.proc is not None and entry.proc.poll() is None:
+                    entry.reason = EndReason.INTERRUPTED
+        return procs.kill_others()
+
     def cancel(self, exec_id: str) -> None:
         """Stop an execution because its caller went away (SIGTERM, SIGKILL after the grace)."""
         with self._lock:

@@ -16,6 +16,8 @@ import signal
 import time
 import uuid
 
+from ale_rock.rocklet.types import RockletError
+
 TAG_VAR = "ALE_PROC_TAG"
 """Environment variable that marks a command's processes."""
 OOM_SCORE_PREFIX = "{ echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null; "
@@ -60,13 +62,15 @@ def signal_tagged(tag: str, sig: int) -> int:
 
 
 def sweep(tag: str, pgid: int, deadline_s: float = 2.0) -> list[int]:
-    """SIGKILL the group and every tagged process until none is left (or the deadline passes).
+    """SIGKILL the group (``pgid`` > 0) and every tagged process until none is left (or the
+    deadline passes).
 
     Loops because a process may fork between the scan and the kill. Returns the pids still alive
     at the deadline (empty when the sweep succeeded).
     """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    if pgid > 0:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
     end = time.monotonic() + deadline_s
     while True:
         left = tagged_pids(tag)
@@ -77,6 +81,47 @@ def sweep(tag: str, pgid: int, deadline_s: float = 2.0) -> list[int]:
         for pid in left:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def other_pids() -> list[int]:
+    """Live (non-zombie) processes of this sandbox other than this one and its init (pid 1)."""
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):  # thread-group leaders only: our own threads are not listed
+        if not name.isdigit() or int(name) in (1, me):
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                state = f.read().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):
+            continue  # gone
+        if state not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
+def kill_others(deadline_s: float = 5.0) -> int:
+    """SIGKILL every other process of the sandbox until none is left; returns how many there were.
+
+    ``kill(-1)`` reaches every process this one may signal except itself and pid 1 — in the
+    sandbox's pid namespace, the sandbox's processes (all run as the Rocklet's uid) — in one pass
+    the kernel makes under its task-list lock, so a process forking as fast as it can leaves no
+    child behind it; the loop catches what was still being created and waits out the dying. No
+    tag is needed, so a process that scrubbed its environment (``env -i``) goes too. Raises
+    ``RockletError`` if something is still alive at the deadline.
+    """
+    before = other_pids()
+    end = time.monotonic() + deadline_s
+    while True:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # none left / none ours
+            os.kill(-1, signal.SIGKILL)
+        left = other_pids()
+        if not left:
+            return len(before)
+        if time.monotonic() >= end:
+            raise RockletError("internal", f"{len(left)} processes still alive after {deadline_s:g} s: "
+                                           f"pids {left[:8]}", "all_processes")
         time.sleep(0.01)
 
 

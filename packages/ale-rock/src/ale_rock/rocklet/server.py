@@ -56,6 +56,10 @@ class RockletSettings:
     """Seconds between SIGTERM and SIGKILL when a command times out or is cancelled."""
     spill_dir: str = "/tmp/.ale"
     """Where truncated output and background logs go."""
+    own_sandbox: bool = False
+    """The Rocklet runs in a sandbox of its own — its own pid namespace, where every other process
+    is the sandbox's — as every backend starts it. Only then does ``SignalProcess(all_processes)``
+    kill every process it can see; a Rocklet run on a host (tests, development) refuses it."""
 
     @classmethod
     def from_json(cls, text: str) -> RockletSettings:
@@ -117,7 +121,8 @@ class Rocklet:
         )
         self.sessions = SessionManager(settings.workdir, self._env, spill, budget)
         self.files = FileOps(settings.workdir)
-        self.servicer = RockletServicer(self.execs, self.sessions, self.files)
+        self.servicer = RockletServicer(self.execs, self.sessions, self.files,
+                                        own_sandbox=lambda: self.live.get().own_sandbox)
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="rocklet"),
             options=GRPC_OPTIONS,

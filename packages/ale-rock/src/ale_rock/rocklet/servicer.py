@@ -96,11 +96,14 @@ class RockletServicer(rocklet_pb2_grpc.RockletServiceServicer):
     """Serves one sandbox's commands, sessions and files."""
 
     def __init__(
-        self, execs: ExecEngine, sessions: SessionManager, files: FileOps, uid: int | None = None
+        self, execs: ExecEngine, sessions: SessionManager, files: FileOps, uid: int | None = None,
+        own_sandbox: Callable[[], bool] = lambda: False,
     ) -> None:
         self.execs = execs
         self.sessions = sessions
         self.files = files
+        self.own_sandbox = own_sandbox
+        """Whether every other process this Rocklet can see is its sandbox's (``RockletSettings``)."""
         self.uid = os.getuid() if uid is None else uid
         self.started = time.monotonic()
 
@@ -169,16 +172,27 @@ class RockletServicer(rocklet_pb2_grpc.RockletServiceServicer):
             yield event
 
     def SignalProcess(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        targets = [bool(request.exec_id), bool(request.pid), bool(request.session_id)]
+        targets = [bool(request.exec_id), bool(request.pid), bool(request.session_id), request.all_processes]
         if sum(targets) != 1:
             abort(
                 context,
                 make_error(
                     common_pb2.ERROR_CODE_INVALID_ARGUMENT,
-                    "set exactly one of exec_id, pid, session_id",
+                    "set exactly one of exec_id, pid, session_id, all_processes",
                     "exec_id",
                 ),
             )
+        if request.all_processes:
+            if request.signal not in (0, int(_signal.SIGKILL)):
+                abort(context, make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT,
+                                          "all_processes kills with SIGKILL: leave signal 0 or set 9", "signal"))
+            if not self.own_sandbox():
+                abort(context, make_error(common_pb2.ERROR_CODE_FAILED_PRECONDITION,
+                                          "this Rocklet does not run in a sandbox of its own (settings own_sandbox): "
+                                          "all_processes would reach processes that are not the sandbox's",
+                                          "all_processes"))
+            killed = _guard(context, self.execs.kill_all)
+            return rocklet_pb2.RockletServiceSignalProcessResponse(delivered=killed > 0)
         sig = request.signal or int(_signal.SIGINT)
         if not 0 < sig < 65:
             abort(context, make_error(common_pb2.ERROR_CODE_INVALID_ARGUMENT, f"no signal {sig}", "signal"))

@@ -206,6 +206,14 @@ def signal(sb: Any, *, exec_id: str = "", pid: int = 0, signal: int = 2) -> Op[b
     return bool(resp.delivered)
 
 
+def kill_all(sb: Any) -> Op[bool]:
+    """SIGKILL every process in the sandbox but its Rocklet, until none is left (commands in flight,
+    sessions' shells and anything detached or started with a scrubbed environment); True if there
+    were any. What an episode does before its hidden tests run."""
+    resp = yield Call(sb.client, "SignalProcess", pb.SignalProcessRequest(sandbox_id=sb.id, all_processes=True))
+    return bool(resp.delivered)
+
+
 def session(sb: Any, session_id: str = "", *, shell: str = "", env: Mapping[str, str] | None = None,
             cwd: str = "") -> Op[Any]:
     """Open a persistent shell session."""
@@ -355,6 +363,7 @@ class SandboxMethods:
     exec = operation(exec_command)
     exec_stream = stream_operation(exec_stream)
     signal = operation(signal)
+    kill_all = operation(kill_all)
     session = operation(session)
 
     upload = operation(upload)

@@ -19,7 +19,14 @@ from ale_rock.tasks.models import (
     VerifierKind,
 )
 from ale_rock.tasks.runner import CommandResult, TaskRunner
-from ale_rock.tasks.verify import path_map, resolve_placeholder, reward_command, reward_report, rewrite
+from ale_rock.tasks.verify import (
+    LOGS_DIR,
+    path_map,
+    resolve_placeholder,
+    reward_command,
+    reward_report,
+    rewrite,
+)
 
 SETUP_SCRIPT = "setup.sh"
 SOLVE_SCRIPT = "solve.sh"
@@ -122,11 +129,35 @@ def run_solution(task: Task, runner: TaskRunner, solution: Files, timeout_s: flo
         raise TaskPhaseError(what, res)
 
 
+VERIFIER_SHELL = "export PYTHONNOUSERSITE=1; "
+"""Before every verifier command: Python skips the user site, whose ``usercustomize.py`` and
+``.pth`` files the agent could have written to run inside the tests' interpreter."""
+
+_CLEAR = (f"chmod -R u+rwx {TESTS_DIR} {LOGS_DIR} 2>/dev/null; rm -rf {TESTS_DIR} {LOGS_DIR}; "
+          f"! [ -e {TESTS_DIR} ] && ! [ -L {TESTS_DIR} ] && ! [ -e {LOGS_DIR} ] && ! [ -L {LOGS_DIR} ]")
+
+
+def prepare_verifier(task: Task, runner: TaskRunner) -> None:
+    """Before the hidden tests go in: kill what the agent left running (unless the task's tests need
+    it: ``stop_agent_processes``), then remove whatever sits where the tests and their logs will be —
+    a module left in ``.ale_tests/`` would run inside the tests (the test script's directory comes
+    first on ``sys.path``; pytest reads a ``conftest.py`` there). Raises if they cannot be removed:
+    no verdict is better than a rigged one."""
+    if task.verifier.stop_agent_processes:
+        runner.stop_processes()
+    res = runner.run(_CLEAR, 60)
+    if res.exit_code != 0:
+        raise RuntimeError(f"could not clear {TESTS_DIR}/ and {LOGS_DIR}/ before the tests: {res.output[-300:]}")
+
+
 def run_tests(task: Task, runner: TaskRunner) -> TestReport:
     """Copy the hidden tests in, run the test command, parse per-test results, remove the tests.
 
     Harbor tasks: ``tests/test.sh``, the reward from the reward files (a multi-step task's steps
-    are verified in order and their rewards combined); Terminal-Bench: pytest lines."""
+    are verified in order and their rewards combined); Terminal-Bench: pytest lines. First, unless
+    the task keeps them, every process earlier commands left running is killed (the agent's), and
+    anything left where the tests will go is removed (:func:`prepare_verifier`)."""
+    prepare_verifier(task, runner)
     if task.verifier.kind == VerifierKind.REWARD_FILE:
         if task.steps:
             from ale_rock.tasks.trial import aggregate, run_step_tests
@@ -142,7 +173,7 @@ def run_tests(task: Task, runner: TaskRunner) -> TestReport:
         files[f"{TESTS_DIR}/{TESTLIB_NAME}"] = _testlib_source()
         prefix, tail = "", f"; rc=$?; rm -rf {shlex.quote(TESTS_DIR)}; exit $rc"
     runner.upload(files)
-    cmd = f"{prefix}{task.spec.test_command}{tail}"
+    cmd = f"{VERIFIER_SHELL}{prefix}{task.spec.test_command}{tail}"
     res = runner.run(cmd, task.spec.limits.test_s)
     tests = parse_test_output(res.output)
     if not tests and not res.timed_out:
@@ -160,7 +191,7 @@ def run_tests(task: Task, runner: TaskRunner) -> TestReport:
 def run_reward_tests(task: Task, runner: TaskRunner, tests: Files, timeout_s: float, env: dict[str, str]) -> TestReport:
     """Harbor's verifier: ``tests/`` in (paths mapped), ``test.sh``, the reward files read."""
     runner.upload({f"{TESTS_DIR}/{k}": v for k, v in rewrite(tests, path_map(task)).items()})
-    res = runner.run(reward_command(f"bash {TESTS_DIR}/test.sh", exports(task, env)), timeout_s)
+    res = runner.run(VERIFIER_SHELL + reward_command(f"bash {TESTS_DIR}/test.sh", exports(task, env)), timeout_s)
     return reward_report(res, parse_test_output(res.output.rsplit("@@ALE_REWARD_TXT@@", 1)[0]))
 
 

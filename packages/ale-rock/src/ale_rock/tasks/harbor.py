@@ -60,6 +60,9 @@ class HarborPhase(_Open):
     """Phase override of ``[environment].network_mode`` (the agent's applies to the sandbox)."""
     allowed_hosts: list[str] | None = None
     """Phase override of ``[environment].allowed_hosts``."""
+    keep_agent_processes: bool = False
+    """ALE's, ``[verifier]`` only: the tests need a service the agent started, so what the agent
+    left running is not killed before they run (by default it is: it could rig them)."""
 
 
 class HarborEnvironment(_Open):
@@ -318,7 +321,8 @@ def load_harbor_task(root: Path) -> Task:
     return Task(
         spec=spec, setup={}, tests=tests, solution=solution, path=root, format=TaskFormat.HARBOR,
         environment=env, verifier=VerifierSpec(kind=VerifierKind.REWARD_FILE, command=f"bash .ale_tests/{TEST_SCRIPT}",
-                                               env=dict(cfg.verifier.env)),
+                                               env=dict(cfg.verifier.env),
+                                               stop_agent_processes=not cfg.verifier.keep_agent_processes),
         steps=steps, step_reward_strategy=cfg.multi_step_reward_strategy or "mean", notes=notes,
     )  # fmt: skip
 

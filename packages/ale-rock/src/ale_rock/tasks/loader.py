@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from ale_rock.tasks.models import Files, Task, TaskSpec
+from ale_rock.tasks.models import Files, Task, TaskSpec, VerifierSpec
 
 TASK_FILE = "task.yaml"
 HARBOR_FILE = "task.toml"
@@ -86,6 +86,7 @@ def load_task(path: Path | str) -> Task:
         tests=read_tree(root / "tests"),
         solution=read_tree(root / "solution"),
         path=root,
+        verifier=VerifierSpec(stop_agent_processes=not spec.keep_agent_processes),
     )
     problems = check_task_files(task)
     if spec.dockerfile is not None and not (root / spec.dockerfile).is_file():

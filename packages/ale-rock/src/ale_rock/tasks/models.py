@@ -90,6 +90,9 @@ class TaskSpec(BaseModel):
     test_command: str = f"python3 {TESTS_DIR}/test_task.py"
     """Command that runs the hidden tests from the work dir. It prints one ``PASS name`` or
     ``FAIL name: reason`` line per test and exits non-zero when any test fails."""
+    keep_agent_processes: bool = False
+    """The tests need a service the agent started, so what the agent left running is not killed
+    before they run (see :attr:`VerifierSpec.stop_agent_processes`: the verdict can be rigged)."""
 
     @field_validator("format")
     @classmethod
@@ -218,6 +221,12 @@ class VerifierSpec:
     """For non-``pass_fail`` kinds; ``pass_fail`` uses ``spec.test_command``."""
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment of the verifier (Harbor ``[verifier].env``)."""
+    stop_agent_processes: bool = True
+    """Kill every process the agent left running before the tests go in: a program it left
+    (setsid, nohup) could rewrite them or the reward files as they run. A task whose tests need
+    a service the agent started (a web server, a database) turns this off — ``keep_agent_processes``
+    in its ``task.yaml``, Harbor ``[verifier]`` or Terminal-Bench ``task.yaml`` — and its verdict can
+    then be rigged by what the agent left running."""
 
 
 @dataclass

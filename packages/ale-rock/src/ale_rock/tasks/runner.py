@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
 
+from ale_rock.rocklet.procs import TAG_VAR, new_tag, sweep
+
 MAX_OUTPUT_CHARS = 256 * 1024
 
 
@@ -38,6 +40,10 @@ class TaskRunner(Protocol):
 
     def run(self, command: str, timeout_s: float) -> CommandResult:
         """Run ``bash -c command`` in the work dir; kill it and everything it started at the timeout."""
+
+    def stop_processes(self) -> None:
+        """End every process earlier commands left running (detached, daemonized), so nothing the
+        agent left can touch the hidden tests while they run (:func:`~ale_rock.tasks.evaluate.run_tests`)."""
 
     def close(self) -> None:
         """Release the work dir."""
@@ -87,6 +93,8 @@ class LocalDirRunner:
             "PYTHONNOUSERSITE": "1",
             "TMPDIR": str(self.workdir / ".tmp"),
             **(env or {}),  # the task's own variables (a sandbox would be created with them)
+            # Every process of this work dir carries it (inherited), so stop_processes finds them.
+            TAG_VAR: new_tag(),
         }
 
     def reset(self) -> None:
@@ -132,6 +140,11 @@ class LocalDirRunner:
             timed_out=timed_out,
             duration_s=time.monotonic() - start,
         )
+
+    def stop_processes(self) -> None:
+        """Kill every process carrying this runner's tag (no isolation here: one that scrubbed its
+        environment escapes; the sandbox runner kills every process of the sandbox)."""
+        sweep(self._env[TAG_VAR], 0)
 
     def close(self) -> None:
         if self._own and self.workdir.exists():

@@ -68,6 +68,9 @@ class SandboxRunner:
             duration_s=r.duration_s,
         )
 
+    def stop_processes(self) -> None:
+        self.sandbox.kill_all()
+
     def close(self) -> None:
         if self._owns:
             try:

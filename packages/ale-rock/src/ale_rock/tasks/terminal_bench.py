@@ -57,6 +57,8 @@ class TerminalBenchSpec(BaseModel):
     max_agent_timeout_sec: float = Field(default=360.0, gt=0)
     max_test_timeout_sec: float = Field(default=60.0, gt=0)
     run_tests_in_same_shell: bool = False
+    keep_agent_processes: bool = False
+    """ALE's: the tests need a service the agent started (implied by ``run_tests_in_same_shell``)."""
     disable_asciinema: bool = False
     estimated_duration_sec: float | None = None
     expert_time_estimate_min: float | None = None
@@ -113,5 +115,7 @@ def load_terminal_bench_task(root: Path, data: dict[str, Any], source: Path) -> 
     )  # fmt: skip
     return Task(
         spec=spec, setup={}, tests=tests, solution=solution, path=root, format=TaskFormat.TERMINAL_BENCH,
-        environment=env, verifier=VerifierSpec(kind=VerifierKind.PYTEST, command=command), notes=notes,
+        environment=env, verifier=VerifierSpec(kind=VerifierKind.PYTEST, command=command,
+                              stop_agent_processes=not (tb.keep_agent_processes or tb.run_tests_in_same_shell)),
+        notes=notes,
     )  # fmt: skip

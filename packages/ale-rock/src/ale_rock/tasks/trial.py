@@ -15,6 +15,7 @@ from ale_rock.tasks.evaluate import (
     SETUP_SCRIPT,
     TaskPhaseError,
     apply_solution,
+    prepare_verifier,
     run_reward_tests,
     run_solution,
     run_tests,
@@ -42,7 +43,9 @@ def setup_step(task: Task, step: TaskStep, runner: TaskRunner) -> None:
 
 
 def run_step_tests(task: Task, step: TaskStep, runner: TaskRunner) -> TestReport:
-    """Verify one step: the task's shared tests with the step's own over them."""
+    """Verify one step (:func:`prepare_verifier` first): the task's shared tests with the step's own
+    over them."""
+    prepare_verifier(task, runner)
     return run_reward_tests(task, runner, step.tests, step.verifier_timeout_s, {**task.verifier.env, **step.verifier_env})
 
 
