@@ -122,7 +122,7 @@ def kill_others(deadline_s: float = 5.0) -> int:
         if time.monotonic() >= end:
             raise RockletError("internal", f"{len(left)} processes still alive after {deadline_s:g} s: "
                                            f"pids {left[:8]}", "all_processes")
-        time.sleep(0.01)
+        time.sleep(0.002)  # the killed are exiting: a short wait, not a tick
 
 
 def wait_gone(tag: str, until: float) -> bool:
