@@ -13,6 +13,7 @@ a failure.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,11 +21,14 @@ from ale_rock.envs.sandbox import SdkProvider
 from ale_rock.envs.terminal import find_task
 from ale_rock.episode import CommandAgent, Status, run_episode
 from ale_rock.sdk.model_proxy import ModelProxyClient
+from ale_rock.tasks import load_task
+from ale_rock.tasks.lock_family import write_lock_task
+from ale_rock.tasks.models import Split
 
 from ._cluster_fixtures import need_local_backend
 
 # Rewrites every uploaded test file so each test it names prints PASS, and keeps a reward of 1 in
-# Harbor's reward files; polls faster than an upload-then-run round trip.
+# Harbor's reward files (both: reward.json wins); polls faster than an upload-then-run round trip.
 TAMPER = b"""
 import glob, os, re, time
 while True:
@@ -39,6 +43,7 @@ while True:
     try:
         os.makedirs(".ale_logs/verifier", exist_ok=True)
         open(".ale_logs/verifier/reward.txt", "w").write("1")
+        open(".ale_logs/verifier/reward.json", "w").write('{"reward": 1}')
     except OSError:
         pass
     time.sleep(0.0005)
@@ -96,14 +101,27 @@ def stack(tmp_path_factory: pytest.TempPathFactory, openai_upstream_server: Any,
         yield proxy, cluster, openai_upstream_server.url
 
 
-@pytest.mark.parametrize("leaver", sorted(LEAVERS))
-def test_a_program_left_by_the_agent_cannot_rig_the_tests(stack: Any, leaver: str) -> None:
+def _episode(stack: Any, task: Any, agent: CommandAgent) -> Any:
     proxy, cluster, upstream = stack
     provider = SdkProvider(cluster.address, cluster.api_key(), allow=("model-proxy",))
-    agent = CommandAgent(LEAVERS[leaver], {"tamper.py": PLANTS.get(leaver, TAMPER), "call.py": CALL})
     with ModelProxyClient(proxy.grpc_address) as client:
-        out = run_episode(find_task("csv-sales-rollup"), agent, proxy=client, provider=provider, upstream="openai",
-                          target=upstream, model="m", budget_s=60)
+        return run_episode(task, agent, proxy=client, provider=provider, upstream="openai", target=upstream,
+                           model="m", budget_s=60)
+
+
+@pytest.mark.parametrize("leaver", sorted(LEAVERS))
+def test_a_program_left_by_the_agent_cannot_rig_the_tests(stack: Any, leaver: str) -> None:
+    agent = CommandAgent(LEAVERS[leaver], {"tamper.py": PLANTS.get(leaver, TAMPER), "call.py": CALL})
+    out = _episode(stack, find_task("csv-sales-rollup"), agent)
     assert out.agent is not None and out.agent.output.strip().endswith("planted"), out
     assert out.status is Status.FAILURE and out.reward == 0.0, (out.status, out.reward, out.tests, out.error)
     assert out.tests and not any(t["passed"] for t in out.tests), out.tests
+
+
+def test_a_program_left_by_the_agent_cannot_write_a_harbor_tasks_reward(stack: Any, tmp_path: Path) -> None:
+    """The lock task of ``ale up``'s job (Harbor: ``test.sh`` writes ``reward.txt``/``reward.json``),
+    never guessed: the daemon's reward 1 must not count."""
+    task = load_task(write_lock_task(tmp_path / "lock", 11, Split.TRAIN))
+    out = _episode(stack, task, CommandAgent(LEAVERS["setsid"], {"tamper.py": TAMPER, "call.py": CALL}))
+    assert out.agent is not None and out.agent.output.strip().endswith("planted"), out
+    assert out.status is Status.FAILURE and out.reward == 0.0, (out.status, out.reward, out.tests, out.error)
