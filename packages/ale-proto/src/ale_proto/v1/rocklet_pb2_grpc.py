@@ -126,7 +126,7 @@ class RockletServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SignalProcess(self, request, context):
-        """Signal a running command or a session's foreground job.
+        """Signal a running command or a session's foreground job, or kill every process but the Rocklet.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

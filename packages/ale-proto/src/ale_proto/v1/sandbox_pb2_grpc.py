@@ -230,7 +230,8 @@ class SandboxServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SignalProcess(self, request, context):
-        """Send a signal to a running command (by exec id or pid) or to a session's foreground job.
+        """Send a signal to a running command (by exec id or pid) or to a session's foreground job, or kill
+        every process in the sandbox but its Rocklet (before an episode's hidden tests run).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
