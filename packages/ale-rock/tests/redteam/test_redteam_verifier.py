@@ -125,3 +125,46 @@ def test_a_program_left_by_the_agent_cannot_write_a_harbor_tasks_reward(stack: A
     out = _episode(stack, task, CommandAgent(LEAVERS["setsid"], {"tamper.py": TAMPER, "call.py": CALL}))
     assert out.agent is not None and out.agent.output.strip().endswith("planted"), out
     assert out.status is Status.FAILURE and out.reward == 0.0, (out.status, out.reward, out.tests, out.error)
+
+
+# Left in the work dir as pytest.py: `python3 -m pytest` (the substitute for a Terminal-Bench
+# run-tests.sh that needs the network) finds modules in its working directory first.
+FAKE_PYTEST = b"""
+import glob, re, sys
+for path in glob.glob(".ale_tests/*.py"):
+    for name in re.findall(r"def (test_\\w+)", open(path).read()):
+        print(f"PASSED {path.split('/')[-1]}::{name}")
+sys.exit(0)
+"""
+
+
+# Or pytest's own configuration in the work dir, which pytest reads when it looks upward from the
+# tests: a conftest.py that reports every test passed, found from an ini in the work dir.
+PYTEST_INI = b"[pytest]\naddopts = -p conftest\n"  # loads the conftest below as a plugin, wherever it is found
+CONFTEST = b"""
+import pytest
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+"""
+PYTEST_PLANTS = {
+    "module": "cp fake.py pytest.py",
+    "conftest": "printf '[pytest]\\n' > pytest.ini && cp conftest.py.txt conftest.py",
+    "ini-plugin": "cp ini pytest.ini && cp conftest.py.txt conftest.py",
+}
+
+
+@pytest.mark.parametrize("plant", sorted(PYTEST_PLANTS))
+def test_what_the_agent_left_in_the_work_dir_cannot_steer_pytest(stack: Any, tmp_path: Path, plant: str) -> None:
+    from ..tasks._harbor_fixtures import harbor_tasks
+
+    task = load_task(harbor_tasks(tmp_path)["terminal-bench"])
+    assert "python3 -m pytest" in task.spec.test_command  # the substitute, not the networked script
+    files = {"fake.py": FAKE_PYTEST, "call.py": CALL, "ini": PYTEST_INI, "conftest.py.txt": CONFTEST}
+    agent = CommandAgent(f"python3 call.py && {PYTEST_PLANTS[plant]} && echo planted", files)
+    out = _episode(stack, task, agent)
+    assert out.agent is not None and out.agent.output.strip().endswith("planted"), out
+    assert out.status is Status.FAILURE and out.reward == 0.0, (out.status, out.reward, out.tests, out.error)
+    assert out.tests and not any(t["passed"] for t in out.tests), out.tests

@@ -6,7 +6,9 @@ The verifier is ``run-tests.sh`` (with ``TEST_DIR`` pointing at the tests); its 
 lines are the per-test results and every test must pass. Most ``run-tests.sh`` install uv and
 pytest from the internet, which a sandbox cannot reach: such a script is replaced by
 ``python3 -m pytest`` over the test files (noted in ``Task.notes``), which works wherever pytest
-is installed (the host's ``python3-pytest`` on the local backend).
+is installed (the host's ``python3-pytest`` on the local backend). Nothing the agent leaves in the
+work dir steers it: the work dir is not on ``sys.path`` (``PYTHONSAFEPATH``, as with pytest's own
+entry point), and neither a ``pytest.ini`` nor a ``conftest.py`` there is read.
 """
 
 from __future__ import annotations
@@ -88,7 +90,13 @@ def load_terminal_bench_task(root: Path, data: dict[str, Any], source: Path) -> 
     if not any(k.endswith(".py") for k in tests):
         problems.append(f"{root / 'tests'}: no test files (tests/test_outputs.py is expected)")
     run_tests = root / RUN_TESTS
-    command = "python3 -m pytest -rA -p no:cacheprovider .ale_tests"
+    # Nothing the agent left in the work dir may steer pytest: PYTHONSAFEPATH keeps the working
+    # directory off sys.path, as pytest's own entry point would (a pytest.py there cannot stand in
+    # for the real one); -c names the configuration (the task's own, or none: a pytest.ini there is
+    # not read) and --confcutdir stops the search for conftest.py files at the tests.
+    ini = ".ale_tests/pytest.ini" if "pytest.ini" in tests else "/dev/null"
+    command = (f"PYTHONSAFEPATH=1 python3 -m pytest -rA -p no:cacheprovider -c {ini} --rootdir=.ale_tests "
+               "--confcutdir=.ale_tests .ale_tests")
     if run_tests.is_file():
         script = run_tests.read_text(encoding="utf-8")
         net = needs_network(script)
