@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 from pathlib import Path
 
@@ -133,21 +134,32 @@ VERIFIER_SHELL = "export PYTHONNOUSERSITE=1; "
 """Before every verifier command: Python skips the user site, whose ``usercustomize.py`` and
 ``.pth`` files the agent could have written to run inside the tests' interpreter."""
 
-_CLEAR = (f"chmod -R u+rwx {TESTS_DIR} {LOGS_DIR} 2>/dev/null; rm -rf {TESTS_DIR} {LOGS_DIR}; "
-          f"! [ -e {TESTS_DIR} ] && ! [ -L {TESTS_DIR} ] && ! [ -e {LOGS_DIR} ] && ! [ -L {LOGS_DIR} ]")
+INSTALL_FAILED = 97
+"""Exit status of a verifier command whose tests could not be put in place (something the agent
+left in ``.ale_tests/`` would not go): a failure, never a verdict of the agent's making."""
 
 
-def prepare_verifier(task: Task, runner: TaskRunner) -> None:
-    """Before the hidden tests go in: kill what the agent left running (unless the task's tests need
-    it: ``stop_agent_processes``), then remove whatever sits where the tests and their logs will be —
-    a module left in ``.ale_tests/`` would run inside the tests (the test script's directory comes
-    first on ``sys.path``; pytest reads a ``conftest.py`` there). Raises if they cannot be removed:
-    no verdict is better than a rigged one."""
+def stop_agent_processes(task: Task, runner: TaskRunner) -> None:
+    """Kill what the agent left running before the tests go in, unless the task's tests need it
+    (``stop_agent_processes``): a program it left could rewrite them or the reward files."""
     if task.verifier.stop_agent_processes:
         runner.stop_processes()
-    res = runner.run(_CLEAR, 60)
-    if res.exit_code != 0:
-        raise RuntimeError(f"could not clear {TESTS_DIR}/ and {LOGS_DIR}/ before the tests: {res.output[-300:]}")
+
+
+def upload_tests(runner: TaskRunner, files: Files) -> str:
+    """Upload the tests (paths under ``.ale_tests/``) into a fresh directory of an unguessable name,
+    and return the shell that, run first in the verifier command, removes whatever sits at
+    ``.ale_tests``/``.ale_logs`` (a module the agent left there would run inside the tests: the
+    test script's directory comes first on ``sys.path``; pytest reads a ``conftest.py`` there) and
+    moves the fresh directory into place. Staging, instead of clearing first, saves a command per
+    verification; nothing can have been planted in the staging directory (its name is new, and the
+    agent's processes are gone)."""
+    stage = f"{TESTS_DIR}.{secrets.token_hex(8)}"
+    runner.upload({stage + rel[len(TESTS_DIR):]: data for rel, data in files.items()})
+    dirs = f"{TESTS_DIR} {LOGS_DIR}"
+    return (f"if [ -e {TESTS_DIR} ] || [ -L {TESTS_DIR} ] || [ -e {LOGS_DIR} ] || [ -L {LOGS_DIR} ]; then "
+            f"chmod -R u+rwx {dirs} 2>/dev/null; rm -rf {dirs}; fi; "
+            f"mv -T {stage} {TESTS_DIR} || {{ echo 'ale: could not put the tests in place'; exit {INSTALL_FAILED}; }}; ")
 
 
 def run_tests(task: Task, runner: TaskRunner) -> TestReport:
@@ -156,8 +168,8 @@ def run_tests(task: Task, runner: TaskRunner) -> TestReport:
     Harbor tasks: ``tests/test.sh``, the reward from the reward files (a multi-step task's steps
     are verified in order and their rewards combined); Terminal-Bench: pytest lines. First, unless
     the task keeps them, every process earlier commands left running is killed (the agent's), and
-    anything left where the tests will go is removed (:func:`prepare_verifier`)."""
-    prepare_verifier(task, runner)
+    anything left where the tests go is removed (:func:`upload_tests`)."""
+    stop_agent_processes(task, runner)
     if task.verifier.kind == VerifierKind.REWARD_FILE:
         if task.steps:
             from ale_rock.tasks.trial import aggregate, run_step_tests
@@ -172,8 +184,8 @@ def run_tests(task: Task, runner: TaskRunner) -> TestReport:
         files = {f"{TESTS_DIR}/{k}": v for k, v in task.tests.items()}
         files[f"{TESTS_DIR}/{TESTLIB_NAME}"] = _testlib_source()
         prefix, tail = "", f"; rc=$?; rm -rf {shlex.quote(TESTS_DIR)}; exit $rc"
-    runner.upload(files)
-    cmd = f"{VERIFIER_SHELL}{prefix}{task.spec.test_command}{tail}"
+    install = upload_tests(runner, files)
+    cmd = f"{VERIFIER_SHELL}{install}{prefix}{task.spec.test_command}{tail}"
     res = runner.run(cmd, task.spec.limits.test_s)
     tests = parse_test_output(res.output)
     if not tests and not res.timed_out:
@@ -190,8 +202,8 @@ def run_tests(task: Task, runner: TaskRunner) -> TestReport:
 
 def run_reward_tests(task: Task, runner: TaskRunner, tests: Files, timeout_s: float, env: dict[str, str]) -> TestReport:
     """Harbor's verifier: ``tests/`` in (paths mapped), ``test.sh``, the reward files read."""
-    runner.upload({f"{TESTS_DIR}/{k}": v for k, v in rewrite(tests, path_map(task)).items()})
-    res = runner.run(VERIFIER_SHELL + reward_command(f"bash {TESTS_DIR}/test.sh", exports(task, env)), timeout_s)
+    install = upload_tests(runner, {f"{TESTS_DIR}/{k}": v for k, v in rewrite(tests, path_map(task)).items()})
+    res = runner.run(VERIFIER_SHELL + install + reward_command(f"bash {TESTS_DIR}/test.sh", exports(task, env)), timeout_s)
     return reward_report(res, parse_test_output(res.output.rsplit("@@ALE_REWARD_TXT@@", 1)[0]))
 
 

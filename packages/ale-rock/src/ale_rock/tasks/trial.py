@@ -15,11 +15,11 @@ from ale_rock.tasks.evaluate import (
     SETUP_SCRIPT,
     TaskPhaseError,
     apply_solution,
-    prepare_verifier,
     run_reward_tests,
     run_solution,
     run_tests,
     setup_task,
+    stop_agent_processes,
 )
 from ale_rock.tasks.models import SETUP_DIR, StepReport, Task, TaskStep, TestReport, TestResult
 from ale_rock.tasks.runner import TaskRunner
@@ -43,9 +43,9 @@ def setup_step(task: Task, step: TaskStep, runner: TaskRunner) -> None:
 
 
 def run_step_tests(task: Task, step: TaskStep, runner: TaskRunner) -> TestReport:
-    """Verify one step (:func:`prepare_verifier` first): the task's shared tests with the step's own
-    over them."""
-    prepare_verifier(task, runner)
+    """Verify one step (what the agent left running killed first, unless the task keeps it): the
+    task's shared tests with the step's own over them."""
+    stop_agent_processes(task, runner)
     return run_reward_tests(task, runner, step.tests, step.verifier_timeout_s, {**task.verifier.env, **step.verifier_env})
 
 
