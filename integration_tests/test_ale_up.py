@@ -259,19 +259,19 @@ def test_sigterm_stops_up_and_every_service_it_started(ale_env: dict[str, str], 
         proc.send_signal(signal.SIGTERM)
         # More while it stops its services (an impatient user, a supervisor that repeats itself):
         # they used to raise inside the cleanup, cutting it short, and once left `ale up` hung.
-        repeats = 0
+        # Whether each lands before or after the first is handled depends on speed (signals that
+        # arrive together merge): the outcome below must hold either way; the message itself is
+        # checked deterministically in tests/test_ale_interrupts.py.
         for _ in range(2):
             time.sleep(0.2)
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-                repeats += 1
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
     assert proc.returncode == 130 and "interrupted" in out, out[-3000:]
-    assert repeats and "already stopping" in out, out[-3000:]
     alive = {name: pid for name, pid in pids.items() if Path(f"/proc/{pid}").exists()}
     assert alive == {}, alive  # not even a zombie: `ale up` reaped what it started
     assert processes_mentioning(str(run_dir)) == []

@@ -157,9 +157,12 @@ def upload_tests(runner: TaskRunner, files: Files) -> str:
     stage = f"{TESTS_DIR}.{secrets.token_hex(8)}"
     runner.upload({stage + rel[len(TESTS_DIR):]: data for rel, data in files.items()})
     dirs = f"{TESTS_DIR} {LOGS_DIR}"
+    fail = f"{{ echo 'ale: could not put the tests in place'; exit {INSTALL_FAILED}; }}"
+    # No `mv -T` (busybox's mv lacks it): a .ale_tests still there after the rm fails the check
+    # instead of receiving the staging dir inside it.
     return (f"if [ -e {TESTS_DIR} ] || [ -L {TESTS_DIR} ] || [ -e {LOGS_DIR} ] || [ -L {LOGS_DIR} ]; then "
             f"chmod -R u+rwx {dirs} 2>/dev/null; rm -rf {dirs}; fi; "
-            f"mv -T {stage} {TESTS_DIR} || {{ echo 'ale: could not put the tests in place'; exit {INSTALL_FAILED}; }}; ")
+            f"if [ -e {TESTS_DIR} ] || [ -L {TESTS_DIR} ]; then {fail}; fi; mv {stage} {TESTS_DIR} || {fail}; ")
 
 
 def run_tests(task: Task, runner: TaskRunner) -> TestReport:
